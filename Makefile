@@ -1,0 +1,43 @@
+# Quire: `make run` (demo server) and `make test` (the whole suite) set everything up.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+NODE22 := .node22
+PORT ?= 8000
+DATA ?= ../shared/data/scifact
+PYTHON_VERSION := $(shell cat .python-version)
+BOOTSTRAP_PYTHON := $(firstword $(wildcard $(HOME)/.pyenv/versions/$(PYTHON_VERSION)/bin/python) $(shell command -v python$(basename $(PYTHON_VERSION)) 2>/dev/null) $(shell command -v python3 2>/dev/null))
+
+.PHONY: install run test bench bench-scifact bench-ingest lint node
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt requirements-nodeps.txt requirements-dev.txt
+	test -x $(PY) || $(BOOTSTRAP_PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt -r requirements-dev.txt
+	$(PY) -m pip install -q --no-deps -r requirements-nodeps.txt
+	touch $@
+
+node: $(NODE22)/node_modules/.bin/node
+
+$(NODE22)/node_modules/.bin/node:
+	mkdir -p $(NODE22)
+	cd $(NODE22) && (test -f package.json || npm init -y >/dev/null) && npm install --no-audit --no-fund node@22 >/dev/null
+
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py load_demo
+	$(PY) manage.py runquire --port $(PORT)
+
+test: install node
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+bench-scifact: install
+	$(PY) benchmarks/scifact.py --data $(DATA)
+
+bench-ingest: install
+	$(PY) benchmarks/ingest.py

@@ -1,0 +1,1 @@
+"""Project-wide test fixtures. Tests run on real PostgreSQL with pgvector."""

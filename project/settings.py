@@ -1,0 +1,206 @@
+"""Quire settings, read from the environment (see README "Configuration").
+
+Bad values stop start-up with ImproperlyConfigured (project.env readers).
+"""
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.utils import get_random_secret_key
+
+from project.env import (
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("QUIRE_DATA_DIR", str(BASE_DIR / ".data"))).resolve()
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+SECRET_KEY = env_str("DJANGO_SECRET_KEY")
+if not SECRET_KEY:
+    # A development key kept in the data folder, so signed links survive restarts
+    # and are shared by every local process.
+    _key_file = DATA_DIR / "secret_key"
+    if not _key_file.exists():
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        _key_file.write_text(get_random_secret_key())
+    SECRET_KEY = _key_file.read_text().strip()
+
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "django_tasks_db",
+    "documents",
+    "mcp_endpoint",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "project.urls"
+ASGI_APPLICATION = "project.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# Database: DATABASE_URL, or the embedded PostgreSQL in DATA_DIR/postgres.
+_database_url = env_str("DATABASE_URL")
+if _database_url:
+    try:
+        _default_db = dj_database_url.parse(_database_url)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL is not valid: {exc}") from None
+    if _default_db["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL.")
+else:
+    _default_db = {
+        "ENGINE": "project.embedded_postgres",
+        "NAME": "quire",
+        "USER": "postgres",
+        "EMBEDDED_DATA_DIR": Path(
+            env_str("QUIRE_POSTGRES_DIR", str(DATA_DIR / "postgres"))
+        ),
+        "EMBEDDED_DATABASE": "quire",
+    }
+_default_db["CONN_MAX_AGE"] = 0
+_default_db.setdefault("OPTIONS", {})
+_default_db["OPTIONS"]["pool"] = {
+    "min_size": env_int("DATABASE_POOL_MIN_SIZE", 1, minimum=0),
+    "max_size": env_int("DATABASE_POOL_MAX_SIZE", 10, minimum=1),
+    "timeout": env_float("DATABASE_POOL_TIMEOUT", 10.0, minimum=0.1),
+}
+_test_name = env_str("QUIRE_TEST_DATABASE")
+if _test_name:
+    _default_db["TEST"] = {"NAME": _test_name}
+DATABASES = {"default": _default_db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "quire_cache",
+    }
+}
+
+TASKS = {
+    "default": {
+        "BACKEND": env_str("TASKS_BACKEND", "django_tasks_db.DatabaseBackend"),
+        "QUEUES": ["default"],
+    }
+}
+
+# Files go through django-storages' interface: the local filesystem by default,
+# S3 when STORAGE_BACKEND=s3 (see README).
+MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(DATA_DIR / "media")))
+MEDIA_URL = "/media/"
+_storage_backend = env_choice("STORAGE_BACKEND", "filesystem", ["filesystem", "s3"])
+if _storage_backend == "s3":
+    _file_storage = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": env_str("AWS_STORAGE_BUCKET_NAME"),
+            "endpoint_url": env_str("AWS_S3_ENDPOINT_URL") or None,
+            "querystring_auth": True,
+            "querystring_expire": env_int("CITATION_URL_MAX_AGE", 3600, minimum=60),
+            "file_overwrite": False,
+        },
+    }
+else:
+    _file_storage = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": MEDIA_ROOT},
+    }
+STORAGES = {
+    "default": _file_storage,
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage",
+    },
+}
+STATIC_URL = "/static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# Uploads and ingestion.
+UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
+DATA_UPLOAD_MAX_NUMBER_FILES = env_int("UPLOAD_MAX_FILES", 100, minimum=1)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+PDF_MAX_PAGES = env_int("PDF_MAX_PAGES", 2000, minimum=1)
+PAGE_IMAGE_WIDTH = env_int("PAGE_IMAGE_WIDTH", 1000, minimum=100)
+CHUNK_SIZE = env_int("CHUNK_SIZE", 1000, minimum=100)
+CHUNK_OVERLAP = env_int("CHUNK_OVERLAP", 150, minimum=0)
+
+# Embeddings: the offline ONNX MiniLM by default, or an OpenAI-compatible endpoint.
+EMBEDDING_BACKEND = env_choice("EMBEDDING_BACKEND", "onnx-minilm", ["onnx-minilm", "openai"])
+EMBEDDING_DIMENSIONS = 384  # fixed by the Chunk.embedding column and its HNSW index
+EMBEDDING_BASE_URL = env_str("EMBEDDING_BASE_URL")
+EMBEDDING_MODEL = env_str("EMBEDDING_MODEL")
+EMBEDDING_API_KEY_ENV = env_str("EMBEDDING_API_KEY_ENV", "EMBEDDING_API_KEY")
+EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 32, minimum=1)
+EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0, minimum=0)
+
+# MCP endpoint.
+MCP_ENABLED = env_bool("MCP_ENABLED", True)
+MCP_ALLOWED_ORIGINS = env_list(
+    "MCP_ALLOWED_ORIGINS", ["http://127.0.0.1", "http://localhost"]
+)
+MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 1024 * 1024, minimum=1024)
+MCP_RATE_LIMIT_PER_MINUTE = env_int("MCP_RATE_LIMIT_PER_MINUTE", 600, minimum=0)
+MCP_MAX_RESULTS = env_int("MCP_MAX_RESULTS", 50, minimum=1)
+MCP_LIST_LIMIT_MAX = env_int("MCP_LIST_LIMIT_MAX", 100, minimum=1)
+CITATION_URL_MAX_AGE = env_int("CITATION_URL_MAX_AGE", 3600, minimum=60)
+CHAT_MODEL_TIMEOUT = env_float("CHAT_MODEL_TIMEOUT", 30.0, minimum=1.0)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        "embedded_postgres": {"level": "WARNING"},
+    },
+}
