@@ -86,14 +86,15 @@ if _database_url:
     if _default_db["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL.")
 else:
+    _db_name = env_str("QUIRE_DATABASE_NAME", "quire")
     _default_db = {
         "ENGINE": "project.embedded_postgres",
-        "NAME": "quire",
+        "NAME": _db_name,
         "USER": "postgres",
         "EMBEDDED_DATA_DIR": Path(
             env_str("QUIRE_POSTGRES_DIR", str(DATA_DIR / "postgres"))
         ),
-        "EMBEDDED_DATABASE": "quire",
+        "EMBEDDED_DATABASE": _db_name,
     }
 _default_db["CONN_MAX_AGE"] = 0
 _default_db.setdefault("OPTIONS", {})
