@@ -23,7 +23,7 @@ node: $(NODE22)/node_modules/.bin/node
 
 $(NODE22)/node_modules/.bin/node:
 	mkdir -p $(NODE22)
-	cd $(NODE22) && (test -f package.json || npm init -y >/dev/null) && npm install --no-audit --no-fund node@22 >/dev/null
+	cd $(NODE22) && (test -f package.json || echo '{"name": "quire-node22", "private": true}' > package.json) && npm install --no-audit --no-fund node@22 >/dev/null
 
 run: install
 	$(PY) manage.py migrate --noinput
