@@ -1,0 +1,301 @@
+"""Documents: the upload form, status and counts, page preview, re-ingest, delete."""
+
+import json
+import mimetypes
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
+from django.utils.text import Truncator
+from django.views.decorators.http import require_POST
+
+from documents.forms import UploadChannelForm, UploadDocumentsForm
+from documents.models import Channel, Document, Page
+
+
+def _services():
+    # Imported on use: the documents service lands separately from the admin.
+    from documents.services import documents
+
+    return documents
+
+
+# Originals are served inline only when the browser cannot run them.
+INLINE_TYPES = {"application/pdf", "text/plain"}
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "display_title",
+        "channel",
+        "status",
+        "reason",
+        "page_count",
+        "chunk_count",
+        "created_at",
+    ]
+    list_display_links = ["id", "display_title"]
+    list_filter = ["status", "channel"]
+    list_select_related = ["channel"]
+    list_per_page = 100
+    search_fields = ["title", "original_filename"]
+    actions = ["reingest_selected"]
+    fields = [
+        "channel",
+        "title",
+        "original_filename",
+        "original_link",
+        "content_type",
+        "size",
+        "sha256",
+        "metadata_json",
+        "status",
+        "status_reason",
+        "has_text",
+        "page_count",
+        "chunk_count",
+        "page_links",
+        "ingested_at",
+        "created_at",
+        "updated_at",
+    ]
+    readonly_fields = fields
+
+    # List columns
+
+    @admin.display(description="Title", ordering="title")
+    def display_title(self, document: Document) -> str:
+        return Truncator(str(document)).chars(80)
+
+    @admin.display(description="Reason")
+    def reason(self, document: Document) -> str:
+        return Truncator(document.status_reason).chars(80)
+
+    # Detail fields
+
+    @admin.display(description="Metadata")
+    def metadata_json(self, document: Document) -> str:
+        text = json.dumps(document.metadata, indent=2, ensure_ascii=False)
+        return format_html("<pre class='quire-pre'>{}</pre>", text)
+
+    @admin.display(description="Original file")
+    def original_link(self, document: Document) -> str:
+        if not document.file:
+            return "-"
+        url = reverse(self._url_name("original"), args=[document.pk])
+        return format_html("<a href='{}'>{}</a>", url, document.original_filename)
+
+    @admin.display(description="Pages")
+    def page_links(self, document: Document) -> str:
+        pages = document.pages.order_by("number").values_list("number", "has_text")
+        if not pages:
+            return "-"
+        return format_html_join(
+            " ",
+            "<a href='{}' title='{}'>{}</a>",
+            (
+                (
+                    reverse(self._url_name("page"), args=[document.pk, number]),
+                    "" if has_text else "image only",
+                    number,
+                )
+                for number, has_text in pages
+            ),
+        )
+
+    # Permissions and the built-in views
+
+    def has_add_permission(self, request) -> bool:
+        return super().has_add_permission(request) and Channel.objects.exists()
+
+    def add_view(self, request, form_url="", extra_context=None):
+        return redirect(self._url_name("upload"))
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        extra_context = {
+            **(extra_context or {}),
+            "show_save": False,
+            "show_save_and_continue": False,
+            "show_save_and_add_another": False,
+        }
+        return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def delete_model(self, request, obj):
+        _services().delete_document(document=obj)
+
+    def delete_queryset(self, request, queryset):
+        for document in queryset:
+            _services().delete_document(document=document)
+
+    # Actions
+
+    @admin.action(description="Re-ingest selected documents", permissions=["change"])
+    def reingest_selected(self, request, queryset):
+        for document in queryset:
+            _services().reingest_document(document=document)
+        self.message_user(
+            request,
+            f"Queued {len(queryset)} document(s) for ingestion.",
+            messages.SUCCESS,
+        )
+
+    # Extra views
+
+    def _url_name(self, view: str) -> str:
+        return f"admin:{self.opts.app_label}_{self.opts.model_name}_{view}"
+
+    def get_urls(self):
+        prefix = f"{self.opts.app_label}_{self.opts.model_name}"
+        wrap = self.admin_site.admin_view
+        return [
+            path("upload/", wrap(self.upload_view), name=f"{prefix}_upload"),
+            path(
+                "<int:object_id>/reingest/",
+                wrap(self.reingest_view),
+                name=f"{prefix}_reingest",
+            ),
+            path(
+                "<int:object_id>/original/",
+                wrap(self.original_view),
+                name=f"{prefix}_original",
+            ),
+            path(
+                "<int:object_id>/pages/<int:number>/",
+                wrap(self.page_view),
+                name=f"{prefix}_page",
+            ),
+            path(
+                "<int:object_id>/pages/<int:number>/image/",
+                wrap(self.page_image_view),
+                name=f"{prefix}_page_image",
+            ),
+            *super().get_urls(),
+        ]
+
+    def upload_view(self, request: HttpRequest) -> HttpResponse:
+        """Step one picks the channel; step two takes the files and the values of
+        that channel's metadata fields. Files are queued, never ingested here."""
+        if not super().has_add_permission(request):
+            raise PermissionDenied
+        channel_form = UploadChannelForm(request.GET or None)
+        if not channel_form.is_valid():
+            return self._render_upload(request, channel_form=channel_form)
+        channel = channel_form.cleaned_data["channel"]
+        if request.method != "POST":
+            form = UploadDocumentsForm(channel=channel)
+            return self._render_upload(request, channel=channel, form=form)
+        form = UploadDocumentsForm(request.POST, request.FILES, channel=channel)
+        if not form.is_valid():
+            return self._render_upload(request, channel=channel, form=form)
+        queued, rejected = [], []
+        for upload in form.cleaned_data["files"]:
+            try:
+                _services().create_document(
+                    channel=channel,
+                    file=upload,
+                    filename=upload.name,
+                    metadata=form.cleaned_data["metadata"],
+                    content_type=upload.content_type,
+                )
+            except ValidationError as exc:
+                rejected.append(f"{upload.name}: {' '.join(exc.messages)}")
+            else:
+                queued.append(upload.name)
+        if not queued:
+            for problem in rejected:
+                form.add_error("files", problem)
+            return self._render_upload(request, channel=channel, form=form)
+        self.message_user(
+            request,
+            f"Queued {len(queued)} document(s) for ingestion into “{channel}”.",
+            messages.SUCCESS,
+        )
+        for problem in rejected:
+            self.message_user(request, f"Not uploaded: {problem}", messages.ERROR)
+        changelist = reverse(self._url_name("changelist"))
+        return redirect(f"{changelist}?{urlencode({'channel__id__exact': channel.pk})}")
+
+    def _render_upload(self, request, *, channel_form=None, channel=None, form=None):
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"Upload documents to {channel}"
+            if channel
+            else "Upload documents",
+            "channel_form": channel_form,
+            "channel": channel,
+            "form": form,
+        }
+        return TemplateResponse(
+            request, "admin/documents/document/upload.html", context
+        )
+
+    def _document_or_404(self, request, object_id: int) -> Document:
+        document = get_object_or_404(
+            Document.objects.select_related("channel"), pk=object_id
+        )
+        if not self.has_view_permission(request, document):
+            raise PermissionDenied
+        return document
+
+    def reingest_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        return require_POST(self._reingest)(request, object_id)
+
+    def _reingest(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        document = self._document_or_404(request, object_id)
+        if not self.has_change_permission(request, document):
+            raise PermissionDenied
+        _services().reingest_document(document=document)
+        self.message_user(
+            request, f"Queued “{document}” for ingestion.", messages.SUCCESS
+        )
+        return redirect(self._url_name("change"), document.pk)
+
+    def original_view(self, request: HttpRequest, object_id: int) -> FileResponse:
+        document = self._document_or_404(request, object_id)
+        if not document.file:
+            raise Http404("This document has no stored file.")
+        content_type = document.content_type.split(";")[0].strip().lower()
+        inline = content_type in INLINE_TYPES
+        return FileResponse(
+            document.file.open("rb"),
+            content_type=content_type if inline else "application/octet-stream",
+            as_attachment=not inline,
+            filename=document.original_filename,
+        )
+
+    def page_view(self, request: HttpRequest, object_id: int, number: int):
+        """A page's extracted text beside its rendered image."""
+        document = self._document_or_404(request, object_id)
+        page = get_object_or_404(Page, document=document, number=number)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"{document} — page {number} of {document.page_count}",
+            "document": document,
+            "page": page,
+            "previous_number": number - 1 if number > 1 else None,
+            "next_number": number + 1 if number < document.page_count else None,
+        }
+        return TemplateResponse(
+            request, "admin/documents/document/page_preview.html", context
+        )
+
+    def page_image_view(self, request: HttpRequest, object_id: int, number: int):
+        document = self._document_or_404(request, object_id)
+        page = get_object_or_404(Page, document=document, number=number)
+        if not page.image:
+            raise Http404("This page has no image.")
+        content_type = mimetypes.guess_type(page.image.name)[0] or "image/png"
+        if not content_type.startswith("image/"):
+            content_type = "application/octet-stream"
+        response = FileResponse(page.image.open("rb"), content_type=content_type)
+        response["Cache-Control"] = "private, max-age=3600"
+        return response

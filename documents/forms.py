@@ -1,0 +1,164 @@
+"""Admin forms: the two-step document upload and API key creation."""
+
+from datetime import datetime
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from documents.metadata import clean_metadata
+from documents.models import ApiKey, Channel, MetadataField
+
+FieldType = MetadataField.FieldType
+METADATA_PREFIX = "meta_"
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """A file field whose cleaned value is the list of every file chosen."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        files = [f for f in (data if isinstance(data, list | tuple) else [data]) if f]
+        if not files:
+            if self.required:
+                raise ValidationError(self.error_messages["required"], code="required")
+            return []
+        clean_one = super().clean
+        return [clean_one(f, initial) for f in files]
+
+
+class UploadChannelForm(forms.Form):
+    """Step one of an upload: which channel the files go to."""
+
+    channel = forms.ModelChoiceField(
+        queryset=Channel.objects.all(),
+        help_text="The next step asks for this channel's metadata fields.",
+    )
+
+
+def metadata_form_field(field: MetadataField) -> forms.Field:
+    """The form input for one metadata field; values are validated by
+    clean_metadata, so most inputs stay text and keep what was typed."""
+    label = field.name.replace("_", " ").capitalize()
+    help_text = field.description
+    common = {"label": label, "required": field.required}
+    match field.type:
+        case FieldType.DATE:
+            return forms.DateField(
+                widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+                help_text=help_text or "YYYY-MM-DD",
+                **common,
+            )
+        case FieldType.BOOLEAN:
+            return forms.ChoiceField(
+                choices=[("", "(not set)"), ("true", "Yes"), ("false", "No")],
+                help_text=help_text,
+                **common,
+            )
+        case FieldType.STRING_LIST:
+            return forms.CharField(
+                help_text=(help_text + " " if help_text else "")
+                + "Separate values with commas.",
+                widget=forms.TextInput(attrs={"class": "vLargeTextField"}),
+                **common,
+            )
+        case FieldType.URL:
+            return forms.CharField(
+                widget=forms.URLInput(attrs={"class": "vURLField"}),
+                help_text=help_text,
+                **common,
+            )
+        case FieldType.NUMBER:
+            return forms.CharField(
+                widget=forms.TextInput(attrs={"inputmode": "decimal"}),
+                help_text=help_text,
+                **common,
+            )
+        case _:
+            return forms.CharField(
+                widget=forms.TextInput(attrs={"class": "vTextField"}),
+                help_text=help_text,
+                **common,
+            )
+
+
+class UploadDocumentsForm(forms.Form):
+    """Step two of an upload: the files and one input per metadata field.
+
+    The values apply to every file of the upload; `cleaned_data["metadata"]` holds
+    them validated by clean_metadata.
+    """
+
+    files = MultipleFileField(
+        label="Files",
+        help_text="PDF, Markdown or plain text. Choose one or many.",
+    )
+
+    def __init__(self, *args, channel: Channel, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.channel = channel
+        self.metadata_fields = list(channel.metadata_fields.all())
+        for field in self.metadata_fields:
+            self.fields[METADATA_PREFIX + field.name] = metadata_form_field(field)
+
+    def metadata_bound_fields(self) -> list[forms.BoundField]:
+        return [self[METADATA_PREFIX + field.name] for field in self.metadata_fields]
+
+    def clean(self):
+        cleaned = super().clean()
+        values = {}
+        for field in self.metadata_fields:
+            key = METADATA_PREFIX + field.name
+            if key not in cleaned:
+                continue  # the input itself was invalid and already has its error
+            value = cleaned[key]
+            try:
+                clean_metadata([field], {field.name: value})
+            except ValidationError as exc:
+                self.add_error(key, exc.messages)
+                continue
+            values[field.name] = value
+        if not self.errors:
+            try:
+                cleaned["metadata"] = clean_metadata(self.metadata_fields, values)
+            except ValidationError as exc:
+                raise ValidationError(exc.messages) from None
+        return cleaned
+
+
+class ApiKeyForm(forms.ModelForm):
+    """Name, channels and optional expiry of a key; the key itself is generated."""
+
+    channels = forms.ModelMultipleChoiceField(
+        queryset=Channel.objects.all(),
+        widget=forms.CheckboxSelectMultiple,
+        help_text="The channels this key opens.",
+    )
+    expires_at = forms.DateTimeField(
+        required=False,
+        widget=forms.DateTimeInput(
+            attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"
+        ),
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%d"],
+        help_text="Leave empty for a key that does not expire (UTC).",
+    )
+
+    class Meta:
+        model = ApiKey
+        fields = ["name", "channels", "expires_at"]
+
+    def clean_expires_at(self) -> datetime | None:
+        expires_at = self.cleaned_data["expires_at"]
+        if (
+            expires_at is not None
+            and self.instance.pk is None
+            and expires_at <= datetime.now(tz=expires_at.tzinfo)
+        ):
+            raise ValidationError("The expiry must be in the future.")
+        return expires_at

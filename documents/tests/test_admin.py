@@ -1,0 +1,400 @@
+import re
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.contrib.messages import get_messages
+from django.core.files.base import ContentFile
+from django.urls import reverse
+from django.utils import timezone
+
+from documents.models import ApiKey, Channel, Document, Feedback, Page
+from documents.services.keys import authenticate_api_key, create_api_key
+
+HOSTILE = "<script>alert('x')</script>"
+FIELDS = [
+    {"name": "kind", "type": "string", "filterable": True},
+    {"name": "published", "type": "date"},
+    {"name": "topics", "type": "string_list"},
+    {"name": "pages_hint", "type": "number"},
+    {"name": "reviewed", "type": "boolean"},
+]
+
+
+def make_document(channel: Channel, number: int = 1, **overrides) -> Document:
+    values = {
+        "channel": channel,
+        "title": f"Document {number}",
+        "file": f"channels/{channel.pk}/originals/doc-{number}.pdf",
+        "original_filename": f"doc-{number}.pdf",
+        "content_type": "application/pdf",
+        "status": Document.Status.READY,
+        "page_count": 3,
+        "chunk_count": 7,
+    }
+    return Document.objects.create(**(values | overrides))
+
+
+def messages_of(response) -> list[str]:
+    return [str(message) for message in get_messages(response.wsgi_request)]
+
+
+def channel_form_data(**overrides) -> dict:
+    data = {
+        "name": "Handbook",
+        "slug": "handbook",
+        "description": "",
+        "retriever_mode": "hybrid",
+        "retriever_candidates": "100",
+        "retriever_top_k": "8",
+        "retriever_rrf_k": "60",
+        "generator_kind": "extractive",
+        "generator_temperature": "0",
+        "generator_timeout": "30",
+        "mcp_instructions": "",
+        "newest_sort": "[]",
+        "filterable_fields": "[]",
+        "max_pages_per_call": "10",
+        "tool_list_documents": "on",
+        "tool_get_pages": "on",
+        "metadata_fields-TOTAL_FORMS": "0",
+        "metadata_fields-INITIAL_FORMS": "0",
+        "metadata_fields-MIN_NUM_FORMS": "0",
+        "metadata_fields-MAX_NUM_FORMS": "1000",
+    }
+    return data | overrides
+
+
+# Channels
+
+
+def test_channel_is_created_with_its_metadata_fields_inline(admin_client):
+    """The channel add form saves the channel and the field rows typed inline."""
+    data = channel_form_data(
+        **{
+            "metadata_fields-TOTAL_FORMS": "2",
+            "metadata_fields-0-position": "0",
+            "metadata_fields-0-name": "kind",
+            "metadata_fields-0-type": "string",
+            "metadata_fields-0-filterable": "on",
+            "metadata_fields-1-position": "1",
+            "metadata_fields-1-name": "published",
+            "metadata_fields-1-type": "date",
+        }
+    )
+    response = admin_client.post(reverse("admin:documents_channel_add"), data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    channel = Channel.objects.get(slug="handbook")
+    fields = list(channel.metadata_fields.values_list("name", "type", "filterable"))
+    assert fields == [("kind", "string", True), ("published", "date", False)]
+    assert channel.tool_list_documents and not channel.tool_rag_search
+
+
+def test_channel_form_rejects_malformed_newest_sort(admin_client):
+    """newest_sort must be a list of {field, direction}; anything else is an error."""
+    data = channel_form_data(newest_sort='{"field": "published"}')
+    response = admin_client.post(reverse("admin:documents_channel_add"), data)
+    assert response.status_code == 200
+    assert "newest_sort" in response.context["adminform"].form.errors
+    assert not Channel.objects.exists()
+
+
+def test_editing_a_channel_bumps_its_corpus_version(admin_client, make_channel):
+    """Saving a channel in the admin invalidates caches keyed on its corpus."""
+    channel = make_channel("handbook", name="Handbook")
+    before = channel.corpus_version
+    url = reverse("admin:documents_channel_change", args=[channel.pk])
+    response = admin_client.post(url, channel_form_data(name="Renamed"))
+    assert response.status_code == 302
+    channel.refresh_from_db()
+    assert channel.name == "Renamed"
+    assert channel.corpus_version == before + 1
+
+
+def test_channel_list_counts_documents_without_a_query_per_row(
+    admin_client, make_channel, django_assert_max_num_queries
+):
+    """The channel list shows document counts from one annotated query."""
+    for index in range(30):
+        channel = make_channel(f"channel-{index}")
+        make_document(channel, index)
+    with django_assert_max_num_queries(12):
+        response = admin_client.get(reverse("admin:documents_channel_changelist"))
+    assert response.status_code == 200
+    assert "/mcp/channel-7" in response.text
+
+
+# Documents
+
+
+def test_document_changelist_stays_bounded_with_thousands_of_documents(
+    admin_client, make_channel, django_assert_max_num_queries
+):
+    """Listing, filtering and searching 1,200 documents uses a fixed number of
+    queries, whatever the page size."""
+    handbook, other = make_channel("handbook"), make_channel("other")
+    Document.objects.bulk_create(
+        Document(
+            channel=handbook if index % 2 else other,
+            title=f"Report {index}",
+            file=f"x/{index}.pdf",
+            original_filename=f"report-{index}.pdf",
+            content_type="application/pdf",
+            status=Document.Status.READY if index % 3 else Document.Status.FAILED,
+            status_reason="" if index % 3 else "No extractable text.",
+            page_count=index % 40,
+            chunk_count=index % 90,
+        )
+        for index in range(1200)
+    )
+    url = reverse("admin:documents_document_changelist")
+    for query in (
+        "",
+        f"?channel__id__exact={handbook.pk}",
+        "?status__exact=failed",
+        "?q=report-11",
+    ):
+        with django_assert_max_num_queries(12):
+            response = admin_client.get(url + query)
+        assert response.status_code == 200
+    full = admin_client.get(url)
+    assert "1200 documents" in full.text
+    assert "No extractable text." in full.text
+
+
+def test_document_list_and_detail_escape_document_text(admin_client, make_channel):
+    """Titles, reasons and metadata taken from documents are rendered as text."""
+    channel = make_channel()
+    document = make_document(
+        channel,
+        title=HOSTILE,
+        status=Document.Status.FAILED,
+        status_reason=HOSTILE,
+        metadata={"kind": HOSTILE},
+    )
+    pages = [
+        admin_client.get(reverse("admin:documents_document_changelist")),
+        admin_client.get(
+            reverse("admin:documents_document_change", args=[document.pk])
+        ),
+    ]
+    for response in pages:
+        assert response.status_code == 200
+        assert HOSTILE not in response.text
+        assert "&lt;script&gt;" in response.text
+
+
+def test_document_detail_is_read_only_with_page_links(admin_client, make_channel):
+    """The document page shows its state and links every page, with no save."""
+    channel = make_channel()
+    document = make_document(channel, page_count=2)
+    Page.objects.create(document=document, number=1, text="one")
+    Page.objects.create(document=document, number=2, text="", has_text=False)
+    url = reverse("admin:documents_document_change", args=[document.pk])
+    response = admin_client.get(url)
+    assert response.status_code == 200
+    assert 'name="_save"' not in response.text
+    for number in (1, 2):
+        page_url = reverse("admin:documents_document_page", args=[document.pk, number])
+        assert page_url in response.text
+
+
+def test_page_preview_shows_text_beside_the_image(admin_client, make_channel):
+    """The preview renders the page's text (escaped) and serves its image bytes."""
+    channel = make_channel()
+    document = make_document(channel, page_count=2)
+    page = Page(document=document, number=1, text=f"Torque values {HOSTILE}")
+    page.image.save("page-1.png", ContentFile(b"\x89PNG\r\n\x1a\nfake"), save=False)
+    page.save()
+    Page.objects.create(document=document, number=2, text="second")
+
+    response = admin_client.get(
+        reverse("admin:documents_document_page", args=[document.pk, 1])
+    )
+    assert response.status_code == 200
+    assert "Torque values &lt;script&gt;" in response.text
+    image_url = reverse("admin:documents_document_page_image", args=[document.pk, 1])
+    assert image_url in response.text
+    assert reverse("admin:documents_document_page", args=[document.pk, 2]) in (
+        response.text
+    )
+
+    image = admin_client.get(image_url)
+    assert image.status_code == 200
+    assert image["Content-Type"] == "image/png"
+    assert b"".join(image.streaming_content) == b"\x89PNG\r\n\x1a\nfake"
+
+    missing = admin_client.get(
+        reverse("admin:documents_document_page_image", args=[document.pk, 2])
+    )
+    assert missing.status_code == 404
+
+
+@pytest.mark.parametrize("who", ["anonymous", "not staff"])
+def test_page_views_are_for_staff_only(client, make_channel, who):
+    """Page previews and images send anyone but staff to the admin login."""
+    channel = make_channel()
+    document = make_document(channel)
+    Page.objects.create(document=document, number=1, text="secret")
+    if who == "not staff":
+        client.force_login(User.objects.create_user("reader", password="x" * 12))
+    for name in ("page", "page_image"):
+        url = reverse(f"admin:documents_document_{name}", args=[document.pk, 1])
+        response = client.get(url)
+        assert response.status_code == 302
+        assert response["Location"].startswith(reverse("admin:login"))
+
+
+# Upload form (the parts that run before any document is created)
+
+
+def test_upload_starts_by_asking_for_the_channel(admin_client, make_channel):
+    """Without a channel the upload page only offers the channel choice."""
+    make_channel("handbook", name="Handbook")
+    response = admin_client.get(reverse("admin:documents_document_upload"))
+    assert response.status_code == 200
+    assert "Handbook" in response.text
+    assert 'type="file"' not in response.text
+
+
+def test_upload_form_has_one_input_per_metadata_field(admin_client, make_channel):
+    """Once a channel is chosen, the form asks for files and that channel's fields."""
+    channel = make_channel(fields=FIELDS)
+    url = reverse("admin:documents_document_upload") + f"?channel={channel.pk}"
+    response = admin_client.get(url)
+    assert response.status_code == 200
+    assert re.search(r'<input[^>]*type="file"[^>]*multiple', response.text)
+    for field in FIELDS:
+        assert f'name="meta_{field["name"]}"' in response.text
+    assert 'type="date"' in response.text
+
+
+def test_upload_rejects_metadata_that_does_not_fit_the_fields(
+    admin_client, make_channel
+):
+    """Invalid values are reported on their inputs and nothing is uploaded."""
+    channel = make_channel(
+        fields=[*FIELDS, {"name": "owner", "type": "string", "required": True}]
+    )
+    url = reverse("admin:documents_document_upload") + f"?channel={channel.pk}"
+    upload = ContentFile(b"# Notes\n\nText.", name="notes.md")
+    response = admin_client.post(
+        url,
+        {"files": [upload], "meta_pages_hint": "many", "meta_published": "2024-13-01"},
+    )
+    assert response.status_code == 200
+    errors = response.context["form"].errors
+    assert "meta_pages_hint" in errors
+    assert "meta_published" in errors
+    assert "meta_owner" in errors
+    assert not Document.objects.exists()
+
+
+def test_upload_requires_at_least_one_file(admin_client, make_channel):
+    """Submitting the upload form without files is an error on the file input."""
+    channel = make_channel()
+    url = reverse("admin:documents_document_upload") + f"?channel={channel.pk}"
+    response = admin_client.post(url, {})
+    assert response.status_code == 200
+    assert "files" in response.context["form"].errors
+
+
+# API keys
+
+
+def test_new_api_key_is_shown_once_and_works(admin_client, make_channel):
+    """Adding a key shows the plain key in one message; the key opens its channels;
+    no later page shows it again."""
+    handbook, other = make_channel("handbook"), make_channel("other")
+    response = admin_client.post(
+        reverse("admin:documents_apikey_add"),
+        {"name": "claude desktop", "channels": [handbook.pk], "expires_at": ""},
+        follow=True,
+    )
+    assert response.status_code == 200
+    found = re.findall(r"qk_[A-Za-z0-9_\-]{20,}", response.text)
+    assert len(set(found)) == 1
+    raw_key = found[0]
+    api_key = ApiKey.objects.get()
+    assert authenticate_api_key(raw_key, channel=handbook) == api_key
+    assert list(api_key.channels.all()) == [handbook]
+    assert other not in api_key.channels.all()
+
+    for url in (
+        reverse("admin:documents_apikey_changelist"),
+        reverse("admin:documents_apikey_change", args=[api_key.pk]),
+    ):
+        later = admin_client.get(url)
+        assert raw_key not in later.text
+        assert api_key.prefix in later.text
+
+
+def test_api_key_expiry_must_be_in_the_future(admin_client, make_channel):
+    """A new key cannot be created already expired."""
+    channel = make_channel()
+    past = (timezone.now() - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M")
+    response = admin_client.post(
+        reverse("admin:documents_apikey_add"),
+        {"name": "late", "channels": [channel.pk], "expires_at": past},
+    )
+    assert response.status_code == 200
+    assert "expires_at" in response.context["adminform"].form.errors
+    assert not ApiKey.objects.exists()
+
+
+def test_revoke_action_revokes_selected_keys(admin_client, make_channel):
+    """The revoke action revokes the chosen keys and leaves the others active."""
+    channel = make_channel()
+    first = create_api_key(name="first", channels=[channel])
+    second = create_api_key(name="second", channels=[channel])
+    response = admin_client.post(
+        reverse("admin:documents_apikey_changelist"),
+        {"action": "revoke_selected", "_selected_action": [first.api_key.pk]},
+    )
+    assert response.status_code == 302
+    first.api_key.refresh_from_db()
+    second.api_key.refresh_from_db()
+    assert first.api_key.revoked_at is not None
+    assert second.api_key.revoked_at is None
+    listing = admin_client.get(
+        reverse("admin:documents_apikey_changelist") + "?state=revoked"
+    )
+    assert "first" in listing.text and "second" not in listing.text
+
+
+def test_api_key_list_is_bounded(
+    admin_client, make_channel, django_assert_max_num_queries
+):
+    """Keys list their channels from one prefetch, not one query per key."""
+    channels = [make_channel(f"c{index}") for index in range(3)]
+    for index in range(60):
+        create_api_key(name=f"key {index}", channels=channels[: index % 3 + 1])
+    with django_assert_max_num_queries(12):
+        response = admin_client.get(reverse("admin:documents_apikey_changelist"))
+    assert response.status_code == 200
+    assert "c0, c1, c2" in response.text
+
+
+# Feedback
+
+
+def test_feedback_is_listed_read_only_and_escaped(admin_client, make_channel):
+    """Feedback can be read and filtered by channel, never added or edited."""
+    handbook, other = make_channel("handbook"), make_channel("other")
+    feedback = Feedback.objects.create(
+        channel=handbook, query="torque?", answer="42", score=1, comment=HOSTILE
+    )
+    Feedback.objects.create(channel=other, query="elsewhere", answer="-", score=-1)
+    listing = admin_client.get(
+        reverse("admin:documents_feedback_changelist")
+        + f"?channel__id__exact={handbook.pk}"
+    )
+    assert listing.status_code == 200
+    assert "torque?" in listing.text and "elsewhere" not in listing.text
+    assert HOSTILE not in listing.text
+    assert admin_client.get(reverse("admin:documents_feedback_add")).status_code == 403
+    detail = admin_client.get(
+        reverse("admin:documents_feedback_change", args=[feedback.pk])
+    )
+    assert detail.status_code == 200
+    assert 'name="_save"' not in detail.text
