@@ -302,6 +302,44 @@ class Chunk(models.Model):
         return f"{self.document_id}#{self.order} p.{self.page_number}"
 
 
+class KeywordStatistics(models.Model):
+    """A channel's keyword-index totals: BM25's N and average chunk length."""
+
+    channel = models.OneToOneField(
+        Channel, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    chunk_count = models.BigIntegerField(default=0)
+    term_total = models.BigIntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "keyword statistics"
+
+    def __str__(self) -> str:
+        return f"{self.channel_id}: {self.chunk_count} chunks"
+
+    @property
+    def average_length(self) -> float:
+        return self.term_total / self.chunk_count if self.chunk_count else 0.0
+
+
+class TermStatistic(models.Model):
+    """How many of a channel's chunks contain a lexeme (BM25's document frequency)."""
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="+")
+    lexeme = models.TextField()
+    chunk_frequency = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["channel", "lexeme"], name="term_statistic_unique_lexeme"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.channel_id}:{self.lexeme} ({self.chunk_frequency})"
+
+
 class ApiKey(models.Model):
     """A bearer key that opens one or more channels. Only its digest is stored."""
 

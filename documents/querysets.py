@@ -1,6 +1,10 @@
 """Read paths: QuerySet methods named by intent."""
 
+from django.contrib.postgres.search import SearchQueryField
 from django.db import models
+from django.db.models import BooleanField, F, Func, Value
+from django.db.models.functions import Cast
+from pgvector.django import CosineDistance, MaxInnerProduct
 
 
 class DocumentQuerySet(models.QuerySet):
@@ -11,6 +15,15 @@ class DocumentQuerySet(models.QuerySet):
         return self.filter(status="ready")
 
 
+class MatchesTsquery(Func):
+    """`search_vector @@ '<lexemes>'::tsquery`: the lexemes are used as given
+    (already normalised by the english configuration), never re-parsed."""
+
+    arg_joiner = " @@ "
+    template = "%(expressions)s"
+    output_field = BooleanField()
+
+
 class ChunkQuerySet(models.QuerySet):
     def for_channel(self, channel):
         return self.filter(channel=channel)
@@ -18,3 +31,30 @@ class ChunkQuerySet(models.QuerySet):
     def searchable(self):
         """Chunks of ready documents, the only ones retrieval may return."""
         return self.filter(document__status="ready")
+
+    def in_documents(self, documents):
+        """Chunks of the documents of a Document queryset (a semi-join)."""
+        return self.filter(document__in=documents.values("id"))
+
+    def nearest(self, vector: list[float], *, exact: bool = False):
+        """Ordered by cosine distance to `vector` (annotated as `distance`).
+
+        With exact=True the ORDER BY cannot use the HNSW index, so PostgreSQL
+        scans the rows the other conditions select and sorts them exactly."""
+        distance = CosineDistance("embedding", vector)
+        order = distance + Value(0.0) if exact else distance
+        return (
+            self.filter(embedding__isnull=False)
+            .annotate(distance=distance)
+            .order_by(order)
+        )
+
+    def keyword_ranked(self, tsquery: str, query_terms):
+        """Chunks matching `tsquery` (a `'a' | 'b'` string of lexemes) through the
+        GIN index, ordered by BM25: the inner product of Chunk.terms with the
+        query's IDF vector (annotated as `bm25`)."""
+        matches = MatchesTsquery(
+            F("search_vector"), Cast(Value(tsquery), SearchQueryField())
+        )
+        negative = MaxInnerProduct("terms", query_terms)
+        return self.filter(matches).annotate(bm25=-negative).order_by(negative)

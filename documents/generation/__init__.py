@@ -1,0 +1,13 @@
+"""Answers with citations: generators behind one interface, and answer_question."""
+
+from documents.generation.base import NO_REFERENCES, Answer, Citation, Generator
+from documents.generation.service import answer_question, get_generator
+
+__all__ = [
+    "NO_REFERENCES",
+    "Answer",
+    "Citation",
+    "Generator",
+    "answer_question",
+    "get_generator",
+]

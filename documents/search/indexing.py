@@ -2,19 +2,85 @@
 
 Contract (used by documents.services.documents):
 - prepare_chunks(channel, chunks): called with the new, unsaved Chunk objects
-  before they are bulk-created; sets Chunk.terms / Chunk.term_count and may write
-  term statistics in the same transaction.
+  before they are bulk-created; sets Chunk.terms / Chunk.term_count and updates
+  the channel's term statistics in the same transaction.
 - forget_chunks(channel, document_id): called before a document's old chunks are
   deleted (re-ingestion or deletion), in the same transaction.
 """
 
-from documents.search.terms import chunk_term_vector
+from collections import Counter
+
+from django.db import connection
+
+from documents.models import Chunk, KeywordStatistics, TermStatistic
+from documents.search.terms import lexeme_counts, weight_vector
 
 
 def prepare_chunks(channel, chunks) -> None:
-    for chunk in chunks:
-        chunk.terms, chunk.term_count = chunk_term_vector(chunk.text)
+    """Give new chunks their BM25 term weights and count them in the statistics."""
+    chunks = list(chunks)
+    if not chunks:
+        return
+    counts = lexeme_counts([chunk.text for chunk in chunks])
+    lengths = [sum(c.values()) for c in counts]
+    average = _add_totals(channel.pk, len(chunks), sum(lengths))
+    frequencies: Counter = Counter()
+    for chunk, chunk_counts in zip(chunks, counts, strict=True):
+        chunk.terms, chunk.term_count = weight_vector(chunk_counts, average)
+        frequencies.update(chunk_counts.keys())
+    _add_frequencies(channel.pk, frequencies)
 
 
 def forget_chunks(channel, document_id: int) -> None:
-    return None
+    """Take a document's stored chunks out of the channel's term statistics."""
+    table = Chunk._meta.db_table
+    stats = TermStatistic._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH old AS (SELECT u.lexeme, count(*) AS n FROM {table} c "
+            "CROSS JOIN LATERAL unnest(c.search_vector) AS u "
+            "WHERE c.document_id = %s GROUP BY u.lexeme ORDER BY u.lexeme) "
+            f"UPDATE {stats} s SET chunk_frequency = s.chunk_frequency - old.n "
+            "FROM old WHERE s.channel_id = %s AND s.lexeme = old.lexeme",
+            [document_id, channel.pk],
+        )
+    removed = Chunk.objects.filter(document_id=document_id).values_list(
+        "term_count", flat=True
+    )
+    lengths = list(removed)
+    if lengths:
+        _add_totals(channel.pk, -len(lengths), -sum(lengths))
+
+
+def _add_totals(channel_id: int, chunks: int, terms: int) -> float:
+    """Adjust the channel's totals (row-locked until commit); the new average length."""
+    table = KeywordStatistics._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} AS t (channel_id, chunk_count, term_total) "
+            "VALUES (%s, GREATEST(%s, 0), GREATEST(%s, 0)) "
+            "ON CONFLICT (channel_id) DO UPDATE SET "
+            "chunk_count = GREATEST(t.chunk_count + %s, 0), "
+            "term_total = GREATEST(t.term_total + %s, 0) "
+            "RETURNING chunk_count, term_total",
+            [channel_id, chunks, terms, chunks, terms],
+        )
+        chunk_count, term_total = cursor.fetchone()
+    return term_total / chunk_count if chunk_count else 0.0
+
+
+def _add_frequencies(channel_id: int, frequencies: Counter) -> None:
+    if not frequencies:
+        return
+    # Sorted so concurrent ingestions lock statistic rows in the same order.
+    lexemes = sorted(frequencies)
+    table = TermStatistic._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (channel_id, lexeme, chunk_frequency) "
+            "SELECT %s, t.lexeme, t.n FROM unnest(%s::text[], %s::bigint[]) "
+            "AS t(lexeme, n) ORDER BY t.lexeme "
+            "ON CONFLICT (channel_id, lexeme) DO UPDATE SET "
+            f"chunk_frequency = {table}.chunk_frequency + EXCLUDED.chunk_frequency",
+            [channel_id, lexemes, [frequencies[lexeme] for lexeme in lexemes]],
+        )

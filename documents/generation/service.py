@@ -1,0 +1,85 @@
+"""answer_question: retrieval, then the channel's generator, cached per corpus."""
+
+import hashlib
+import json
+
+from django.core.cache import cache
+
+from documents.generation.base import Answer, Generator
+from documents.generation.chat import ChatGenerator
+from documents.generation.extractive import ExtractiveGenerator
+from documents.models import Channel
+from documents.search.service import retrieve_chunks
+
+CACHE_SECONDS = 24 * 60 * 60
+
+
+def get_generator(channel: Channel) -> Generator:
+    """The generator the channel is configured with."""
+    if channel.generator_kind == Channel.GeneratorKind.CHAT:
+        return ChatGenerator.for_channel(channel)
+    return ExtractiveGenerator()
+
+
+def answer_cache_key(
+    channel: Channel,
+    corpus_version: int,
+    query: str,
+    document_ids: list[int] | None,
+    metadata_filter: dict | None,
+) -> str:
+    """Cache key of an answer: channel, corpus version, question, restriction and
+    the generator settings (changing them must not serve old answers)."""
+    payload = json.dumps(
+        {
+            "query": query,
+            "document_ids": sorted(document_ids) if document_ids else None,
+            "filter": None if document_ids else metadata_filter,
+            "generator": [
+                channel.generator_kind,
+                channel.generator_base_url,
+                channel.generator_model,
+                channel.generator_temperature,
+                channel.retriever_mode,
+                channel.retriever_candidates,
+                channel.retriever_top_k,
+                channel.retriever_rrf_k,
+            ],
+        },
+        sort_keys=True,
+        default=str,
+    )
+    digest = hashlib.sha256(payload.encode()).hexdigest()
+    return f"quire:answer:{channel.pk}:{corpus_version}:{digest}"
+
+
+def answer_question(
+    channel: Channel,
+    query: str,
+    *,
+    document_ids: list[int] | None = None,
+    metadata_filter: dict | None = None,
+) -> Answer:
+    """Answer `query` from the channel's documents with inline citations
+    `[Document <id>, Page <n>]` ("No references found" appended when none).
+
+    Same restrictions as retrieve_chunks (FilterError for a bad filter). Repeat
+    questions come from the cache until the channel's corpus changes.
+    """
+    corpus_version = (
+        Channel.objects.filter(pk=channel.pk)
+        .values_list("corpus_version", flat=True)
+        .first()
+    )
+    key = answer_cache_key(
+        channel, corpus_version or 0, query, document_ids, metadata_filter
+    )
+    cached = cache.get(key)
+    if cached is not None:
+        return Answer.from_dict(cached)
+    chunks = retrieve_chunks(
+        channel, query, document_ids=document_ids, metadata_filter=metadata_filter
+    )
+    answer = get_generator(channel).generate(query, chunks)
+    cache.set(key, answer.as_dict(), CACHE_SECONDS)
+    return answer

@@ -1,0 +1,106 @@
+"""`list_documents`: a page of a channel's ready documents, with its output schema."""
+
+from django.conf import settings
+from django.db.models import F, OrderBy
+
+from documents.filters import compile_filter, filter_fields
+from documents.models import Channel, Document, MetadataField
+
+# newest_sort may also name these columns of Document, besides metadata fields.
+_DOCUMENT_SORT_COLUMNS = {"created_at", "updated_at", "ingested_at", "title", "id"}
+
+_JSON_TYPES = {
+    MetadataField.FieldType.STRING: {"type": "string"},
+    MetadataField.FieldType.STRING_LIST: {"type": "array", "items": {"type": "string"}},
+    MetadataField.FieldType.DATE: {"type": "string", "format": "date"},
+    MetadataField.FieldType.NUMBER: {"type": "number"},
+    MetadataField.FieldType.BOOLEAN: {"type": "boolean"},
+}
+
+
+def list_documents(
+    channel: Channel,
+    *,
+    metadata_filter: dict | None = None,
+    offset: int = 0,
+    limit: int = 25,
+    newest_first: bool = True,
+) -> dict:
+    """A page of the channel's ready documents matching `metadata_filter`.
+
+    Ordered by the channel's `newest_sort` (reversed when `newest_first` is false),
+    else by document id ascending (upload order). `limit` is capped at
+    settings.MCP_LIST_LIMIT_MAX. Raises FilterError for a bad filter.
+    """
+    limit = max(1, min(int(limit), settings.MCP_LIST_LIMIT_MAX))
+    offset = max(0, int(offset))
+    condition = compile_filter(channel, metadata_filter)
+    documents = Document.objects.for_channel(channel).ready().filter(condition)
+    total = documents.count()
+    page = documents.order_by(*document_ordering(channel, newest_first)).only(
+        "id", "title", "original_filename", "page_count", "metadata"
+    )[offset : offset + limit]
+    shown = [field.name for field in filter_fields(channel)]
+    results = []
+    for document in page:
+        row = {
+            "id": document.id,
+            "title": document.title or document.original_filename,
+            "number_of_pages": document.page_count,
+        }
+        for name in shown:
+            row[name] = document.metadata.get(name)
+        results.append(row)
+    return {"total_count": total, "offset": offset, "limit": limit, "results": results}
+
+
+def document_ordering(channel: Channel, newest_first: bool = True) -> list:
+    """ORDER BY terms for the channel's documents; always ends with a unique key."""
+    ordering = []
+    for item in channel.newest_sort or []:
+        name = item["field"]
+        descending = item.get("direction", "desc") == "desc"
+        if not newest_first:
+            descending = not descending
+        # jsonb order keeps numbers numeric and ISO dates chronological.
+        expression = (
+            F(name) if name in _DOCUMENT_SORT_COLUMNS else F(f"metadata__{name}")
+        )
+        ordering.append(OrderBy(expression, descending=descending, nulls_last=True))
+    ordering.append(
+        OrderBy(F("id"), descending=bool(channel.newest_sort) and newest_first)
+    )
+    return ordering
+
+
+def document_output_schema(channel: Channel) -> dict:
+    """JSON schema of list_documents' result for this channel."""
+    metadata_properties = {
+        field.name: {
+            "anyOf": [_JSON_TYPES[field.type], {"type": "null"}],
+            **({"description": field.description} if field.description else {}),
+        }
+        for field in filter_fields(channel)
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "total_count": {"type": "integer"},
+            "offset": {"type": "integer"},
+            "limit": {"type": "integer"},
+            "results": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "integer"},
+                        "title": {"type": "string"},
+                        "number_of_pages": {"type": "integer"},
+                        **metadata_properties,
+                    },
+                    "required": ["id", "title", "number_of_pages"],
+                },
+            },
+        },
+        "required": ["total_count", "offset", "limit", "results"],
+    }

@@ -1,0 +1,61 @@
+"""Writing searchable documents directly, for tests and benchmarks of retrieval
+(the real path is documents.services.documents.ingest_document)."""
+
+from django.core.files.base import ContentFile
+from django.db import transaction
+
+from documents.ingestion import embeddings
+from documents.models import Channel, Chunk, Document, Page
+from documents.search.indexing import prepare_chunks
+
+
+def add_document(
+    channel: Channel,
+    *,
+    title: str = "",
+    pages: list[str | list[str]],
+    metadata: dict | None = None,
+    status: str = Document.Status.READY,
+) -> Document:
+    """A document whose pages are given as text (or as a list of chunk texts),
+    one chunk per paragraph, embedded with the configured embedder."""
+    embedder = embeddings.get_embedder()
+    with transaction.atomic():
+        document = Document(
+            channel=channel,
+            title=title,
+            original_filename=f"{title or 'document'}.txt",
+            content_type="text/plain",
+            metadata=metadata or {},
+            status=status,
+            page_count=len(pages),
+        )
+        body = "\n\n".join(p if isinstance(p, str) else "\n\n".join(p) for p in pages)
+        document.file.save(document.original_filename, ContentFile(body), save=False)
+        document.save()
+        chunks: list[Chunk] = []
+        for number, page in enumerate(pages, start=1):
+            texts = page if isinstance(page, list) else [page]
+            page_row = Page.objects.create(
+                document=document, number=number, text="\n\n".join(texts)
+            )
+            for text in texts:
+                chunks.append(
+                    Chunk(
+                        document=document,
+                        page=page_row,
+                        channel=channel,
+                        page_number=number,
+                        order=len(chunks),
+                        text=text,
+                        embedding_model=embedder.model_name,
+                    )
+                )
+        vectors = embedder.embed_documents([chunk.text for chunk in chunks])
+        for chunk, vector in zip(chunks, vectors, strict=True):
+            chunk.embedding = vector
+        prepare_chunks(channel, chunks)
+        Chunk.objects.bulk_create(chunks)
+        document.chunk_count = len(chunks)
+        document.save(update_fields=["chunk_count"])
+    return document
