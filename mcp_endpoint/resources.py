@@ -1,0 +1,123 @@
+"""Quire's MCP resources: documents' metadata, and index statistics."""
+
+import json
+import re
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db.models import Count
+
+from documents.ingestion.embeddings import OnnxMiniLMEmbedder
+from documents.models import Channel, Chunk, Document, Page
+from mcp_endpoint.registry import (
+    CallContext,
+    InvalidResourceUri,
+    Resource,
+    ResourceTemplate,
+    registry,
+)
+
+DOCUMENT_IDS = re.compile(r"[1-9][0-9]*(?:,[1-9][0-9]*)*")
+MAX_DOCUMENT_IDS = 100
+
+
+def parse_document_ids(text: str) -> list[int]:
+    """`1` or `1,5,9`: positive integers, comma-separated, no spaces; else
+    InvalidResourceUri."""
+    if not DOCUMENT_IDS.fullmatch(text):
+        raise InvalidResourceUri(
+            "document_ids must be positive integers separated by commas, without "
+            "spaces: documents://metadata/1 or documents://metadata/1,5,9."
+        )
+    ids = [int(part) for part in text.split(",")]
+    if len(ids) > MAX_DOCUMENT_IDS:
+        raise InvalidResourceUri(f"At most {MAX_DOCUMENT_IDS} document ids per read.")
+    return ids
+
+
+def _json_contents(uri: str, data) -> list[dict]:
+    return [
+        {
+            "uri": uri,
+            "mimeType": "application/json",
+            "text": json.dumps(data, ensure_ascii=False),
+        }
+    ]
+
+
+def _documents_metadata(channel: Channel, ids: list[int]) -> dict:
+    documents = (
+        Document.objects.for_channel(channel)
+        .ready()
+        .filter(pk__in=ids)
+        .only("id", "metadata")
+        .order_by("id")
+    )
+    return {str(document.pk): document.metadata for document in documents}
+
+
+class DocumentMetadata(ResourceTemplate):
+    """The stored metadata of documents, as one JSON object keyed by document id.
+
+    document_ids: comma-separated ids without spaces (1 or 1,5,9); ids this
+    collection doesn't have are left out.
+    """
+
+    uri_template = "documents://metadata/{document_ids}"
+    name = "document_metadata"
+    title = "Document metadata"
+    prefix = "documents://metadata/"
+
+    def matches(self, uri: str) -> bool:
+        return uri.startswith(self.prefix)
+
+    async def read(self, uri: str, ctx: CallContext) -> list[dict]:
+        ids = parse_document_ids(uri.removeprefix(self.prefix))
+        data = await sync_to_async(_documents_metadata)(ctx.channel, ids)
+        return _json_contents(uri, data)
+
+
+def configured_embedding_model() -> str:
+    if settings.EMBEDDING_BACKEND == "openai":
+        return f"openai:{settings.EMBEDDING_MODEL}"
+    return OnnxMiniLMEmbedder.model_name
+
+
+def index_stats(channel: Channel) -> dict:
+    """Counts of the channel's documents by status, its pages and chunks."""
+    by_status = dict.fromkeys(Document.Status.values, 0)
+    for row in (
+        Document.objects.for_channel(channel).values("status").annotate(n=Count("id"))
+    ):
+        by_status[row["status"]] = row["n"]
+    chunks = Chunk.objects.for_channel(channel)
+    return {
+        "documents": {**by_status, "total": sum(by_status.values())},
+        "pages": Page.objects.filter(document__channel=channel).count(),
+        "chunks": chunks.count(),
+        "embedding_model": configured_embedding_model(),
+        "embedding_models_in_index": sorted(
+            set(
+                chunks.exclude(embedding_model="")
+                .values_list("embedding_model", flat=True)
+                .distinct()
+            )
+        ),
+        "corpus_version": channel.corpus_version,
+    }
+
+
+class IndexStats(Resource):
+    """Statistics of this collection: documents by status, pages, chunks, and the
+    embedding model in use."""
+
+    uri = "index://stats"
+    name = "index_stats"
+    title = "Index statistics"
+
+    async def read(self, uri: str, ctx: CallContext) -> list[dict]:
+        return _json_contents(uri, await sync_to_async(index_stats)(ctx.channel))
+
+
+registry.register(DocumentMetadata())
+registry.register(IndexStats())

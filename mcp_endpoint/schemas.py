@@ -1,0 +1,143 @@
+"""JSON schemas that depend on the channel, built afresh for every request.
+
+Filter fields and their enums follow the corpus, so nothing here is cached
+beyond the one request (the memo lives on the request's Channel instance).
+"""
+
+import copy
+
+from django.conf import settings
+
+from documents import filters, listing
+from documents.models import Channel
+
+METADATA_FILTER_DESCRIPTION = (
+    "Optional conditions on document metadata (fields combine with AND); null for "
+    "none. Only the fields and values listed here exist."
+)
+DOCUMENT_IDS_DESCRIPTION = (
+    "Optional: search only these documents (ids from list_documents). When set, "
+    "metadata_filter is ignored."
+)
+
+
+def _memo(channel: Channel, name: str, build):
+    cache = channel.__dict__.setdefault("_mcp_schema_memo", {})
+    if name not in cache:
+        cache[name] = build(channel)
+    return copy.deepcopy(cache[name])
+
+
+def metadata_filter_schema(channel: Channel) -> dict:
+    """The nullable `metadata_filter` schema: this channel's fields and values."""
+    schema = _memo(channel, "filter", filters.filter_schema)
+    schema["description"] = METADATA_FILTER_DESCRIPTION
+    return schema
+
+
+def document_ids_schema() -> dict:
+    return {
+        "anyOf": [
+            {
+                "type": "array",
+                "items": {"type": "integer", "minimum": 1},
+                "minItems": 1,
+                "maxItems": 100,
+            },
+            {"type": "null"},
+        ],
+        "description": DOCUMENT_IDS_DESCRIPTION,
+    }
+
+
+def list_documents_output_schema(channel: Channel) -> dict:
+    return _memo(channel, "documents", listing.document_output_schema)
+
+
+def list_order_description(channel: Channel) -> str:
+    """How list_documents orders its results, in words a model can rely on."""
+    if channel.newest_sort:
+        keys = ", ".join(
+            f"{item['field']} ({item.get('direction', 'desc')})"
+            for item in channel.newest_sort
+        )
+        return (
+            f"Results are sorted newest first by {keys}; set newest_first to false "
+            "for oldest first."
+        )
+    return (
+        "Results are in upload order (document id ascending): the order says "
+        "nothing about relevance or recency."
+    )
+
+
+def limit_cap() -> int:
+    return settings.MCP_LIST_LIMIT_MAX
+
+
+def results_cap() -> int:
+    return settings.MCP_MAX_RESULTS
+
+
+CHUNKS_OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "chunks": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "document_id": {"type": "integer"},
+                    "document_title": {"type": "string"},
+                    "chunk_id": {"type": "integer"},
+                    "page_number": {"type": "integer"},
+                    "text": {"type": "string"},
+                    "score": {"type": "number"},
+                    "metadata": {"type": "object"},
+                },
+                "required": [
+                    "document_id",
+                    "chunk_id",
+                    "page_number",
+                    "text",
+                    "score",
+                    "metadata",
+                ],
+            },
+        }
+    },
+    "required": ["chunks"],
+}
+
+ANSWER_OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "answer": {"type": "string"},
+        "citations": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "document_id": {"type": "integer"},
+                    "page_number": {"type": "integer"},
+                    "chunk_id": {"type": ["integer", "null"]},
+                    "quote": {"type": "string"},
+                },
+                "required": ["document_id", "page_number"],
+            },
+        },
+    },
+    "required": ["answer", "citations"],
+}
+
+CITATION_URLS_OUTPUT_SCHEMA = {
+    "type": "object",
+    "description": "Links keyed by document id; unknown ids are left out.",
+    "additionalProperties": {"type": "string", "format": "uri"},
+}
+
+FEEDBACK_OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"feedback_id": {"type": "integer"}},
+    "required": ["feedback_id"],
+}

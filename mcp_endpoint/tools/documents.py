@@ -1,0 +1,227 @@
+"""Tools that browse a channel's documents: list, read pages, link to originals."""
+
+import base64
+import json
+from typing import Literal
+
+from asgiref.sync import sync_to_async
+from django.core.files.storage import default_storage
+from pydantic import BaseModel, ConfigDict, Field
+
+from documents import listing
+from documents.filters import FilterError
+from documents.models import Channel, Document, Page
+from mcp_endpoint import schemas
+from mcp_endpoint.citations import citation_url
+from mcp_endpoint.registry import (
+    CallContext,
+    Tool,
+    ToolError,
+    ToolResult,
+    registry,
+    text_block,
+)
+
+
+def json_result(data: dict) -> ToolResult:
+    """Structured content plus the same JSON as text, for clients that read text."""
+    return ToolResult(
+        [text_block(json.dumps(data, ensure_ascii=False))], structured=data
+    )
+
+
+class ListDocuments(Tool):
+    """List the documents of this collection, a page at a time.
+
+    Returns {total_count, offset, limit, results: [{id, title, number_of_pages,
+    <metadata fields>}]}. Use metadata_filter to narrow the list and offset/limit
+    to page through it; the ids work with get_pages, get_citation_url and the
+    document_ids argument of the search tools.
+    """
+
+    name = "list_documents"
+    title = "List documents"
+
+    class Args(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        metadata_filter: dict | None = None
+        offset: int = Field(0, ge=0, description="How many documents to skip.")
+        limit: int = Field(25, ge=1, description="How many documents to return.")
+        newest_first: bool = Field(True)
+
+    def description(self, channel: Channel) -> str:
+        order = schemas.list_order_description(channel)
+        return f"{super().description(channel)}\n\n{order}"
+
+    def input_schema(self, channel: Channel) -> dict:
+        schema = super().input_schema(channel)
+        properties = schema["properties"]
+        properties["metadata_filter"] = schemas.metadata_filter_schema(channel)
+        properties["limit"]["maximum"] = schemas.limit_cap()
+        properties["limit"]["description"] = (
+            f"How many documents to return (at most {schemas.limit_cap()})."
+        )
+        if channel.newest_sort:
+            properties["newest_first"]["description"] = (
+                "true: newest documents first (the default); false: oldest first."
+            )
+        else:
+            del properties["newest_first"]
+        return schema
+
+    def output_schema(self, channel: Channel) -> dict:
+        return schemas.list_documents_output_schema(channel)
+
+    async def run(self, args: Args, ctx: CallContext) -> ToolResult:
+        try:
+            page = await sync_to_async(listing.list_documents)(
+                ctx.channel,
+                metadata_filter=args.metadata_filter,
+                offset=args.offset,
+                limit=args.limit,
+                newest_first=args.newest_first,
+            )
+        except FilterError as exc:
+            raise ToolError(str(exc)) from None
+        return json_result(page)
+
+
+def _page_image(page: Page) -> str | None:
+    if not page.image:
+        return None
+    with default_storage.open(page.image.name, "rb") as handle:
+        return base64.b64encode(handle.read()).decode("ascii")
+
+
+def _read_pages(
+    channel: Channel, document_id: int, start: int, end: int, kind: str
+) -> list[dict]:
+    if start > end:
+        raise ToolError(f"page_start ({start}) is after page_end ({end}).")
+    cap = channel.max_pages_per_call
+    if end - start + 1 > cap:
+        raise ToolError(
+            f"At most {cap} pages per call; you asked for {end - start + 1} "
+            f"(pages {start}-{end}). Ask for a smaller range."
+        )
+    document = (
+        Document.objects.for_channel(channel).ready().filter(pk=document_id).first()
+    )
+    if document is None:
+        raise ToolError(
+            f"There is no document {document_id} in this collection. "
+            "Use list_documents to find document ids."
+        )
+    pages = list(
+        Page.objects.filter(document=document, number__gte=start, number__lte=end)
+    )
+    last = document.page_count or Page.objects.filter(document=document).count()
+    if not pages or end > last:
+        raise ToolError(
+            f"Document {document_id} has pages 1 to {last}; "
+            f"pages {start}-{end} are outside it."
+        )
+    content: list[dict] = []
+    for page in pages:
+        content.append(text_block(f"[Document {document.pk}, Page {page.number}]"))
+        if kind in ("text", "both"):
+            if page.has_text and page.text.strip():
+                content.append(text_block(page.text))
+            else:
+                content.append(
+                    text_block(
+                        "(No extractable text on this page; ask for type 'image' "
+                        "to see it.)"
+                    )
+                )
+        if kind in ("image", "both"):
+            image = _page_image(page)
+            if image is not None:
+                content.append(
+                    {"type": "image", "data": image, "mimeType": "image/png"}
+                )
+            elif kind == "image":
+                content.append(text_block("(No image of this page is stored.)"))
+    return content
+
+
+class GetPages(Tool):
+    """Read whole pages of one document, in order: each page's label
+    [Document <id>, Page <n>], its text, and its image (PNG) when type is
+    "image" or "both".
+
+    Pages are physical pages counted from 1 (list_documents gives number_of_pages).
+    Use the label when citing.
+    """
+
+    name = "get_pages"
+    title = "Get pages"
+
+    class Args(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        document_id: int = Field(ge=1, description="The document's id.")
+        page_start: int = Field(ge=1, description="First page to return (1-based).")
+        page_end: int = Field(ge=1, description="Last page to return (inclusive).")
+        type: Literal["text", "image", "both"] = Field(
+            "both",
+            description='"text", "image" (rendered page) or "both".',
+        )
+
+    def description(self, channel: Channel) -> str:
+        return (
+            f"{super().description(channel)} At most {channel.max_pages_per_call} "
+            "pages per call."
+        )
+
+    async def run(self, args: Args, ctx: CallContext) -> ToolResult:
+        content = await sync_to_async(_read_pages)(
+            ctx.channel, args.document_id, args.page_start, args.page_end, args.type
+        )
+        return ToolResult(content)
+
+
+def _citation_urls(
+    channel: Channel, document_ids: list[int], base_url: str, page: int | None
+) -> dict:
+    documents = (
+        Document.objects.for_channel(channel).ready().filter(pk__in=document_ids)
+    )
+    return {
+        str(document.pk): citation_url(document, base_url=base_url, page=page)
+        for document in documents.order_by("pk")
+    }
+
+
+class GetCitationUrl(Tool):
+    """Links a person can open to see the original files of documents.
+
+    Returns {"<document id>": "<url>"}; ids this collection doesn't have are left
+    out. Links expire after a while: fetch fresh ones rather than storing them.
+    With page_number, PDF links open at that page (#page=<n>).
+    """
+
+    name = "get_citation_url"
+    title = "Get citation links"
+
+    class Args(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        document_ids: list[int] = Field(
+            min_length=1, max_length=100, description="Document ids to link to."
+        )
+        page_number: int | None = Field(
+            None, ge=1, description="Optional page for PDF links to open at."
+        )
+
+    def output_schema(self, channel: Channel) -> dict:
+        return dict(schemas.CITATION_URLS_OUTPUT_SCHEMA)
+
+    async def run(self, args: Args, ctx: CallContext) -> ToolResult:
+        urls = await sync_to_async(_citation_urls)(
+            ctx.channel, args.document_ids, ctx.base_url, args.page_number
+        )
+        return json_result(urls)
+
+
+registry.register(ListDocuments())
+registry.register(GetPages())
+registry.register(GetCitationUrl())

@@ -1,0 +1,47 @@
+"""The one tool that writes: ratings of answers, for the channel's administrators."""
+
+from asgiref.sync import sync_to_async
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcp_endpoint import schemas, services
+from mcp_endpoint.registry import CallContext, Tool, ToolResult, registry
+from mcp_endpoint.tools.documents import json_result
+
+
+class SubmitFeedback(Tool):
+    """Rate an answer you got from this collection (for example from rag_search),
+    so its administrators can improve it.
+
+    score: 1 (wrong or useless) to 5 (correct and complete). Add a short comment
+    saying what was wrong or missing.
+    """
+
+    name = "submit_feedback"
+    title = "Submit feedback"
+    read_only = False
+    destructive = False
+    idempotent = False
+
+    class Args(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        query: str = Field(min_length=1, description="The question that was asked.")
+        answer: str = Field(min_length=1, description="The answer being rated.")
+        score: int = Field(ge=1, le=5, description="1 (useless) to 5 (excellent).")
+        comment: str = Field("", max_length=5000, description="Optional remarks.")
+
+    def output_schema(self, channel) -> dict:
+        return dict(schemas.FEEDBACK_OUTPUT_SCHEMA)
+
+    async def run(self, args: Args, ctx: CallContext) -> ToolResult:
+        feedback = await sync_to_async(services.submit_feedback)(
+            channel=ctx.channel,
+            api_key=ctx.api_key,
+            query=args.query,
+            answer=args.answer,
+            score=args.score,
+            comment=args.comment,
+        )
+        return json_result({"feedback_id": feedback.pk})
+
+
+registry.register(SubmitFeedback())

@@ -1,0 +1,126 @@
+"""Tools that search a channel: passages, and answers with citations."""
+
+import json
+from dataclasses import asdict
+
+from asgiref.sync import sync_to_async
+from pydantic import BaseModel, ConfigDict, Field
+
+from documents import generation
+from documents.filters import FilterError
+from documents.models import Channel
+from documents.search import service
+from mcp_endpoint import schemas
+from mcp_endpoint.registry import (
+    CallContext,
+    Tool,
+    ToolError,
+    ToolResult,
+    registry,
+    text_block,
+)
+from mcp_endpoint.tools.documents import json_result
+
+QUERY_DESCRIPTION = (
+    "One question or topic in natural language. Put one question per call, and "
+    "no filtering instructions: use metadata_filter or document_ids for that."
+)
+
+
+class SearchArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(min_length=1, description=QUERY_DESCRIPTION)
+    document_ids: list[int] | None = None
+    metadata_filter: dict | None = None
+
+
+class SearchTool(Tool):
+    Args = SearchArgs
+
+    def input_schema(self, channel: Channel) -> dict:
+        schema = super().input_schema(channel)
+        schema["properties"]["document_ids"] = schemas.document_ids_schema()
+        filter_schema = schemas.metadata_filter_schema(channel)
+        filter_schema["description"] += " Ignored when document_ids is set."
+        schema["properties"]["metadata_filter"] = filter_schema
+        return schema
+
+
+class RetrieveTextChunksArgs(SearchArgs):
+    limit: int | None = Field(None, ge=1)
+
+
+class RetrieveTextChunks(SearchTool):
+    """Find the passages of this collection that best match a query.
+
+    Returns {"chunks": [{document_id, document_title, chunk_id, page_number, text,
+    score, metadata}]}, best first. Cite a passage as [Document <id>, Page <n>];
+    read the surrounding page with get_pages. Pages without text (scans) are not
+    searched: read those with get_pages.
+    """
+
+    name = "retrieve_text_chunks"
+    title = "Retrieve text passages"
+    Args = RetrieveTextChunksArgs
+
+    def input_schema(self, channel: Channel) -> dict:
+        schema = super().input_schema(channel)
+        schema["properties"]["limit"] = {
+            "anyOf": [
+                {"type": "integer", "minimum": 1, "maximum": schemas.results_cap()},
+                {"type": "null"},
+            ],
+            "default": None,
+            "description": (
+                f"How many passages to return (default {channel.retriever_top_k}, "
+                f"at most {schemas.results_cap()})."
+            ),
+        }
+        return schema
+
+    def output_schema(self, channel: Channel) -> dict:
+        return json.loads(json.dumps(schemas.CHUNKS_OUTPUT_SCHEMA))
+
+    async def run(self, args: RetrieveTextChunksArgs, ctx: CallContext) -> ToolResult:
+        try:
+            chunks = await sync_to_async(service.retrieve_chunks)(
+                ctx.channel,
+                args.query,
+                document_ids=args.document_ids,
+                metadata_filter=args.metadata_filter,
+                limit=args.limit,
+            )
+        except FilterError as exc:
+            raise ToolError(str(exc)) from None
+        return json_result({"chunks": [asdict(chunk) for chunk in chunks]})
+
+
+class RagSearch(SearchTool):
+    """Answer a question from this collection, citing sources inline as
+    [Document <id>, Page <n>].
+
+    The text ends with "No references found" when nothing in the collection
+    supports an answer. The structured result lists the citations with quotes.
+    """
+
+    name = "rag_search"
+    title = "Answer with citations"
+
+    def output_schema(self, channel: Channel) -> dict:
+        return json.loads(json.dumps(schemas.ANSWER_OUTPUT_SCHEMA))
+
+    async def run(self, args: SearchArgs, ctx: CallContext) -> ToolResult:
+        try:
+            answer = await sync_to_async(generation.answer_question)(
+                ctx.channel,
+                args.query,
+                document_ids=args.document_ids,
+                metadata_filter=args.metadata_filter,
+            )
+        except FilterError as exc:
+            raise ToolError(str(exc)) from None
+        return ToolResult([text_block(answer.text)], structured=answer.as_dict())
+
+
+registry.register(RetrieveTextChunks())
+registry.register(RagSearch())

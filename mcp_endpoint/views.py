@@ -1,0 +1,243 @@
+"""HTTP transport of the MCP endpoint (stateless Streamable HTTP) and citation links.
+
+Access checks come first (Origin, method, key, rate limit, size), then the
+JSON-RPC message goes to `protocol.handle_post`. Answers are JSON, or SSE when
+a call emits notifications and the client accepts `text/event-stream`.
+"""
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+
+from django.conf import settings
+from django.core import signing
+from django.core.exceptions import RequestDataTooBig
+from django.http import (
+    FileResponse,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseForbidden,
+    HttpResponseGone,
+    JsonResponse,
+    StreamingHttpResponse,
+)
+from django.views.decorators.csrf import csrf_exempt
+
+from documents.models import Channel
+from documents.services.keys import KeyRejected, aauthenticate_api_key
+from mcp_endpoint import auth, citations, protocol
+from mcp_endpoint.ratelimit import ahit_rate_limit
+
+logger = logging.getLogger("mcp_endpoint")
+
+# Transport-level refusals carry a JSON-RPC error without id; codes from the
+# implementation-defined range.
+UNAUTHORIZED = -32001
+FORBIDDEN = -32003
+TOO_LARGE = -32004
+RATE_LIMITED = -32005
+
+
+def _refusal(status: int, code: int, message: str, **headers: str) -> JsonResponse:
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    response = JsonResponse(body, status=status)
+    for name, value in headers.items():
+        response[name.replace("_", "-")] = value
+    return response
+
+
+def _accepts(accept: str, media_type: str) -> bool:
+    kind = media_type.split("/")[0]
+    for item in accept.split(","):
+        value = item.split(";")[0].strip().lower()
+        if value in (media_type, f"{kind}/*", "*/*"):
+            return True
+    return False
+
+
+def _raw_headers(request: HttpRequest) -> list[tuple[str, str]]:
+    """Header lines as sent (lower-case names, duplicates kept)."""
+    scope = getattr(request, "scope", None)
+    if scope is not None:
+        return [
+            (name.decode("latin-1").lower(), value.decode("latin-1").strip())
+            for name, value in scope.get("headers", [])
+        ]
+    return [(name.lower(), value.strip()) for name, value in request.headers.items()]
+
+
+def _sse_frame(message: dict) -> bytes:
+    return f"event: message\ndata: {json.dumps(message)}\n\n".encode()
+
+
+class CallLog:
+    """One log line per call: channel, method, tool, status, outcome, duration."""
+
+    def __init__(self, channel: str):
+        self.started = time.monotonic()
+        self.channel = channel
+        self.method = ""
+        self.tool = ""
+
+    def write(self, status: int, outcome: str) -> None:
+        logger.info(
+            "mcp channel=%s method=%s tool=%s status=%s outcome=%s duration_ms=%.1f",
+            self.channel,
+            self.method or "-",
+            self.tool or "-",
+            status,
+            outcome,
+            (time.monotonic() - self.started) * 1000,
+        )
+
+
+@csrf_exempt
+async def mcp(request: HttpRequest, channel_slug: str) -> HttpResponse:
+    """POST /mcp/<channel>: one JSON-RPC message in, one answer out."""
+    log = CallLog(channel_slug)
+    try:
+        response, outcome = await _serve(request, channel_slug, log)
+    except Exception:
+        logger.exception("MCP request to %s failed", channel_slug)
+        response = _refusal(500, protocol.INTERNAL_ERROR, "Internal error")
+        outcome = "crash"
+    if outcome:  # streamed answers log when their stream ends
+        log.write(response.status_code, outcome)
+    return response
+
+
+async def _serve(
+    request: HttpRequest, channel_slug: str, log: CallLog
+) -> tuple[HttpResponse, str]:
+    origin = request.headers.get("Origin")
+    if origin and not auth.origin_allowed(origin):
+        return _refusal(403, FORBIDDEN, "Origin not allowed"), "origin refused"
+    if request.method != "POST":
+        response = HttpResponse(status=405)
+        response["Allow"] = "POST"
+        return response, "method refused"
+    channel = await Channel.objects.filter(slug=channel_slug).afirst()
+    if channel is None:
+        return _refusal(404, protocol.INVALID_REQUEST, "No channel here"), "no channel"
+    try:
+        api_key = await aauthenticate_api_key(
+            auth.api_key_from(request), channel=channel
+        )
+    except KeyRejected as exc:
+        if exc.status == 401:
+            response = _refusal(401, UNAUTHORIZED, str(exc), WWW_Authenticate="Bearer")
+        else:
+            response = _refusal(exc.status, FORBIDDEN, str(exc))
+        return response, f"key refused ({exc.status})"
+    retry_after = await ahit_rate_limit(api_key_id=api_key.pk)
+    if retry_after is not None:
+        message = f"Rate limit reached; retry in {retry_after} s."
+        return _refusal(
+            429, RATE_LIMITED, message, Retry_After=str(retry_after)
+        ), "rate limited"
+
+    limit = settings.MCP_MAX_BODY_BYTES
+    too_large = _refusal(413, TOO_LARGE, f"The body is larger than {limit} bytes.")
+    try:
+        if int(request.headers.get("Content-Length") or 0) > limit:
+            return too_large, "too large"
+    except ValueError:
+        return _refusal(
+            400, protocol.INVALID_REQUEST, "Bad Content-Length"
+        ), "bad request"
+    accept = request.headers.get("Accept", "*/*")
+    if not _accepts(accept, "application/json"):
+        return _refusal(
+            406, protocol.INVALID_REQUEST, "Accept application/json"
+        ), "not acceptable"
+    content_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+    if content_type != "application/json":
+        message = "Content-Type must be application/json"
+        return _refusal(415, protocol.INVALID_REQUEST, message), "bad content type"
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        return too_large, "too large"
+    if len(body) > limit:
+        return too_large, "too large"
+
+    call = dict(
+        raw_headers=_raw_headers(request),
+        channel=channel,
+        api_key=api_key,
+        base_url=request.build_absolute_uri("/").rstrip("/"),
+    )
+    if "text/event-stream" not in accept.lower():
+        reply = await protocol.handle_post(body, **call)
+        log.method, log.tool = reply.method, reply.tool
+        return _json(reply), reply.outcome
+    return await _stream(body, call, log)
+
+
+def _json(reply: protocol.Reply) -> HttpResponse:
+    if reply.body is None:
+        return HttpResponse(status=202)
+    return JsonResponse(reply.body, status=reply.status)
+
+
+async def _stream(body: bytes, call: dict, log: CallLog) -> tuple[HttpResponse, str]:
+    """Answer in JSON unless the handler emits a notification before it finishes;
+    then switch to SSE: notifications as they come, the response last."""
+    queue: asyncio.Queue = asyncio.Queue()
+    task = asyncio.ensure_future(protocol.handle_post(body, emit=queue.put, **call))
+    waiter = asyncio.ensure_future(queue.get())
+    await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
+    if not waiter.done():
+        waiter.cancel()
+        reply = task.result()
+        log.method, log.tool = reply.method, reply.tool
+        return _json(reply), reply.outcome
+    first = waiter.result()
+
+    async def events() -> AsyncIterator[bytes]:
+        status, outcome = 200, "cancelled"
+        try:
+            yield _sse_frame(first)
+            while True:
+                getter = asyncio.ensure_future(queue.get())
+                await asyncio.wait([task, getter], return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield _sse_frame(getter.result())
+                    continue
+                getter.cancel()
+                while not queue.empty():
+                    yield _sse_frame(queue.get_nowait())
+                reply = task.result()
+                log.method, log.tool = reply.method, reply.tool
+                status, outcome = reply.status, reply.outcome
+                if reply.body is not None:
+                    yield _sse_frame(reply.body)
+                return
+        finally:
+            # A closed connection cancels the request (2026-07-28 transport rule).
+            task.cancel()
+            log.write(status, outcome)
+
+    response = StreamingHttpResponse(events(), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response, ""
+
+
+def citation(request: HttpRequest, token: str) -> HttpResponse:
+    """The original file behind a signed citation link (PDFs honour #page=<n>)."""
+    try:
+        document = citations.document_for_token(token)
+    except signing.SignatureExpired:
+        return HttpResponseGone("This link has expired; ask for a new one.")
+    except signing.BadSignature:
+        return HttpResponseForbidden("This link is not valid.")
+    if document is None:
+        return HttpResponseGone("This document is no longer available.")
+    return FileResponse(
+        document.file.open("rb"),
+        content_type=document.content_type or "application/octet-stream",
+        filename=document.original_filename,
+    )
