@@ -70,7 +70,9 @@ class OnnxMiniLMEmbedder:
             },
         )
         weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(
+            weights.sum(axis=1), 1e-9, None
+        )
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return pooled / np.clip(norms, 1e-12, None)
 
@@ -83,7 +85,7 @@ class OnnxMiniLMEmbedder:
         for start in range(0, len(order), self._batch_size):
             batch = order[start : start + self._batch_size]
             vectors = self._encode([texts[i] for i in batch])
-            for index, vector in zip(batch, vectors):
+            for index, vector in zip(batch, vectors, strict=True):
                 out[index] = vector.tolist()
         return out  # type: ignore[return-value]
 

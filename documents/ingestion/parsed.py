@@ -1,0 +1,73 @@
+"""What parsers hand to the pipeline, and how they say a file is unreadable."""
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class UnreadableFile(Exception):
+    """The file can't be ingested; `reason` is a sentence a person understands."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class ParsedPage:
+    """One page: 1-based number, cleaned text and (PDF only) a rendered PNG."""
+
+    number: int
+    text: str
+    image_path: Path | None = None
+    width: int | None = None
+    height: int | None = None
+    has_images: bool = False
+
+    @property
+    def has_text(self) -> bool:
+        return bool(self.text.strip())
+
+
+@dataclass
+class ParsedDocument:
+    """A parsed file: its pages in reading order, its own title (if any) and the
+    problems met on the way that did not stop it from being read."""
+
+    pages: list[ParsedPage]
+    title: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def has_text(self) -> bool:
+        return any(page.has_text for page in self.pages)
+
+
+# PDFium marks a hyphen that breaks a word at a line end with U+0002.
+_BROKEN_WORD = re.compile(r"\x02[ \t]*\n[ \t]*")
+_SPACES = re.compile(r"[ \t\u00a0]+")
+_BLANK_LINES = re.compile(r"\n{3,}")
+# Newline, tab, and the zero-width (non-)joiners that Persian and Indic text need.
+_KEPT = "\n\t\u200c\u200d"
+
+
+def clean_text(text: str, *, keep_layout: bool = False) -> str:
+    """Text fit for storage and search: one newline style, broken words joined,
+    control and private-use characters dropped (PostgreSQL rejects NUL), runs of
+    spaces collapsed unless `keep_layout` (Markdown, where indentation means
+    something)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _BROKEN_WORD.sub("", text).replace("\x02", "-")
+    text = "".join(
+        char
+        if char in _KEPT or unicodedata.category(char) not in ("Cc", "Cf", "Co", "Cs")
+        else (" " if char in "\x0b\x0c" else "")
+        for char in text
+    )
+    if keep_layout:
+        text = "\n".join(line.rstrip() for line in text.split("\n"))
+    else:
+        text = _SPACES.sub(" ", text)
+        text = "\n".join(line.strip() for line in text.split("\n"))
+    return _BLANK_LINES.sub("\n\n", text).strip()

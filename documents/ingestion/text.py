@@ -1,0 +1,113 @@
+"""Markdown and plain-text parsing.
+
+Markdown is split into logical pages at its level-1 and level-2 headings (text
+before the first heading joins the first page), so page citations point at a
+section. Plain text is one logical page. Either way a page longer than
+`max_page_chars` continues on the next page, split at a paragraph break, so
+that no single page is unwieldy to show.
+"""
+
+import codecs
+import re
+from pathlib import Path
+
+from documents.ingestion.parsed import (
+    ParsedDocument,
+    ParsedPage,
+    UnreadableFile,
+    clean_text,
+)
+
+_SECTION_HEADING = re.compile(r"^ {0,3}#{1,2}(?:[ \t]+|$)", re.MULTILINE)
+_ANY_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_SETEXT_TITLE = re.compile(r"\A\s*(\S[^\n]*)\n=+[ \t]*$", re.MULTILINE)
+_FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
+
+
+def decode_text(data: bytes, charset: str | None) -> str:
+    """Bytes to text: a byte-order mark wins, then the declared charset, then
+    UTF-8, then Windows-1252 (which decodes any byte, so never fails)."""
+    for bom, encoding in (
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
+        if data.startswith(bom):
+            return data.decode(encoding, errors="replace")
+    candidates = [charset] if charset else []
+    candidates.append("utf-8")
+    for encoding in candidates:
+        try:
+            return data.decode(encoding)
+        except (LookupError, UnicodeDecodeError):
+            continue
+    return data.decode("cp1252", errors="replace")
+
+
+def _split_long(text: str, max_chars: int) -> list[str]:
+    parts: list[str] = []
+    while len(text) > max_chars:
+        cut = text.rfind("\n\n", 0, max_chars)
+        if cut <= 0:
+            cut = text.rfind("\n", 0, max_chars)
+        if cut <= 0:
+            cut = max_chars
+        parts.append(text[:cut].strip())
+        text = text[cut:].strip()
+    parts.append(text)
+    return [part for part in parts if part]
+
+
+def _markdown_sections(text: str) -> list[str]:
+    sections: list[list[str]] = [[]]
+    fenced = False
+    seen_heading = False
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+        # Headings inside fenced code blocks are code, not structure.
+        elif not fenced and _SECTION_HEADING.match(line):
+            if seen_heading:
+                sections.append([])
+            seen_heading = True
+        sections[-1].append(line)
+    joined = ("\n".join(lines).strip() for lines in sections)
+    return [section for section in joined if section]
+
+
+def markdown_title(text: str) -> str:
+    """The first heading of a Markdown text (ATX `# x` or Setext `x\\n===`)."""
+    setext = _SETEXT_TITLE.match(text)
+    if setext:
+        return setext.group(1).strip()[:500]
+    heading = _ANY_HEADING.search(text)
+    return heading.group(1).strip()[:500] if heading else ""
+
+
+def parse_text(
+    path: Path, *, markdown: bool, charset: str | None, max_page_chars: int
+) -> ParsedDocument:
+    """Pages of a Markdown or plain-text file. Raises UnreadableFile when the file
+    is empty, holds only whitespace, or is binary rather than text."""
+    data = path.read_bytes()
+    if not data:
+        raise UnreadableFile("The file is empty (0 bytes).")
+    text = decode_text(data, charset)
+    if "\x00" in text:
+        raise UnreadableFile("This is not a text file (it contains binary data).")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not text.strip():
+        raise UnreadableFile("The file is empty (it holds only whitespace).")
+    sections = _markdown_sections(text) if markdown else [text]
+    page_texts = [
+        piece
+        for section in sections
+        for piece in _split_long(
+            clean_text(section, keep_layout=markdown), max_page_chars
+        )
+    ]
+    pages = [
+        ParsedPage(number=number, text=page_text)
+        for number, page_text in enumerate(page_texts, start=1)
+    ]
+    return ParsedDocument(pages=pages, title=markdown_title(text) if markdown else "")

@@ -1,0 +1,412 @@
+"""Document writes: upload, (re-)ingestion and deletion.
+
+The admin, the API, the `ingest` command and the background task all call these
+functions, so every path validates and stores documents the same way.
+"""
+
+import hashlib
+import logging
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterable
+from functools import partial
+from pathlib import Path, PurePath
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.files import File
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.template.defaultfilters import filesizeformat
+from django.utils import timezone
+
+from documents.ingestion import embeddings
+from documents.ingestion.chunking import TextChunk, chunk_pages
+from documents.ingestion.parsed import ParsedDocument, UnreadableFile
+from documents.ingestion.parsers import (
+    SUPPORTED_DESCRIPTION,
+    parse_file,
+    resolve_content_type,
+)
+from documents.metadata import clean_metadata
+from documents.models import Channel, Chunk, Document, Page, page_image_upload_to
+from documents.search import indexing
+from documents.services.channels import bump_corpus_version
+
+logger = logging.getLogger(__name__)
+
+Status = Document.Status
+
+INTERNAL_ERROR_REASON = (
+    "Ingestion failed because of an internal error (details are in the server "
+    "log). Try again, or ask an administrator."
+)
+EMBEDDING_ERROR_REASON = (
+    "Computing the embeddings failed (details are in the server log). Try again later."
+)
+REINGESTING_REASON = (
+    "Re-ingesting: the previous version stays searchable until the new one is ready."
+)
+MAX_REASON_CHARS = 2000
+
+
+def create_document(
+    *,
+    channel: Channel,
+    file,
+    filename: str | None = None,
+    title: str = "",
+    metadata: dict | None = None,
+    content_type: str | None = None,
+    enqueue: bool = True,
+) -> Document:
+    """Validate and store an uploaded file as a pending document of `channel`.
+
+    `file` is a Django File (an upload, or File(open(path, "rb"))). The content
+    type (taken from the upload when not given) is compared ignoring case and
+    parameters; when it says nothing ("application/octet-stream") the file
+    name's extension decides. The size must not exceed settings.UPLOAD_MAX_BYTES
+    and the metadata must fit the channel's fields. Every problem is reported at
+    once as a ValidationError a person can read.
+
+    The title is `title` if given, else the metadata's "title" value (when the
+    channel has such a field), else the file name until ingestion finds a better
+    one. With `enqueue` (the default) ingest_document_task is queued when the
+    transaction commits; pass False to ingest synchronously with
+    ingest_document().
+    """
+    if not isinstance(file, File):
+        file = File(file)
+    name = PurePath(filename or file.name or "").name
+    errors: list[str] = []
+    if not name:
+        errors.append("The file needs a name.")
+    if content_type is None:
+        content_type = getattr(file, "content_type", None)
+    canonical_type = resolve_content_type(content_type, name)
+    if canonical_type is None:
+        errors.append(
+            f"{name or 'The file'}: unsupported file type "
+            f"({content_type or 'unknown'}). Upload a {SUPPORTED_DESCRIPTION}."
+        )
+    size = file.size or 0
+    if size > settings.UPLOAD_MAX_BYTES:
+        errors.append(
+            f"{name or 'The file'} is {filesizeformat(size)}; the upload limit is "
+            f"{filesizeformat(settings.UPLOAD_MAX_BYTES)}."
+        )
+    fields = list(channel.metadata_fields.all())
+    try:
+        cleaned = clean_metadata(fields, metadata)
+    except ValidationError as exc:
+        errors.extend(exc.messages)
+        cleaned = {}
+    if errors:
+        raise ValidationError(errors)
+
+    document = Document(
+        channel=channel,
+        title=(title.strip() or _metadata_title(fields, cleaned) or name)[:500],
+        original_filename=name[:255],
+        content_type=canonical_type,
+        size=size,
+        sha256=_sha256(file),
+        metadata=cleaned,
+        status=Status.PENDING,
+    )
+    with transaction.atomic():
+        document.file.save(name, file, save=False)
+        try:
+            document.save()
+        except BaseException:
+            document.file.delete(save=False)
+            raise
+        if enqueue:
+            transaction.on_commit(partial(_enqueue, document.pk), robust=True)
+    return document
+
+
+def reingest_document(*, document: Document) -> None:
+    """Queue the document for ingestion again (after a fix to the pipeline, a
+    failure, or a change of settings). A ready document stays searchable in its
+    current version until the new one replaces it."""
+    with transaction.atomic():
+        if document.status != Status.READY:
+            Document.objects.filter(pk=document.pk).update(
+                status=Status.PENDING, status_reason="", updated_at=timezone.now()
+            )
+            document.status, document.status_reason = Status.PENDING, ""
+        transaction.on_commit(partial(_enqueue, document.pk), robust=True)
+
+
+def delete_document(*, document: Document) -> None:
+    """Delete the document, its pages and chunks, then (after commit) its stored
+    original and page images; bumps the channel's corpus version."""
+    with transaction.atomic():
+        locked = (
+            Document.objects.select_for_update()
+            .select_related("channel")
+            .get(pk=document.pk)
+        )
+        names = [locked.file.name, *_page_image_names(locked)]
+        indexing.forget_chunks(locked.channel, locked.pk)
+        locked.delete()
+        bump_corpus_version(channel_id=locked.channel_id)
+        transaction.on_commit(partial(_delete_files, names))
+
+
+def ingest_document(*, document_id: int) -> Document:
+    """Parse, chunk and embed the document, then swap in its new pages and chunks.
+
+    Status moves pending → processing → ready, or failed with a reason a person
+    can read (empty file, not a PDF, encrypted, truncated, corrupt, too many
+    pages...). A document that is already ready stays ready and searchable while
+    it is re-ingested. Parsing, rendering, chunking and embedding run outside any
+    transaction; the replacement is one transaction that locks the document row,
+    so readers see the old pages and chunks or the new ones, never a mix.
+
+    On failure the previous version's pages, chunks and images are left intact
+    (only the status and reason change). Unexpected errors are logged with their
+    traceback; the stored reason stays short. A document with no extractable
+    text anywhere (scanned) ends ready with has_text=False, its pages and images
+    and no chunks. Raises Document.DoesNotExist if the document is (or gets)
+    deleted.
+    """
+    document = _start_processing(document_id)
+    new_images: dict[int, str] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="quire-ingest-") as tmp:
+            work_dir = Path(tmp)
+            parsed = parse_file(
+                _local_copy(document, work_dir),
+                document.content_type,
+                work_dir=work_dir,
+            )
+            chunks = chunk_pages(
+                parsed.pages,
+                chunk_size=settings.CHUNK_SIZE,
+                chunk_overlap=settings.CHUNK_OVERLAP,
+            )
+            vectors, model_name = _embed(chunks)
+            new_images = _store_page_images(document, parsed)
+        return _replace_content(
+            document_id,
+            parsed=parsed,
+            chunks=chunks,
+            vectors=vectors,
+            model_name=model_name,
+            images=new_images,
+        )
+    except Document.DoesNotExist:
+        _delete_files(new_images.values())
+        raise
+    except UnreadableFile as exc:
+        _delete_files(new_images.values())
+        return _mark_failed(document_id, exc.reason)
+    except _EmbeddingFailed:
+        _delete_files(new_images.values())
+        return _mark_failed(document_id, EMBEDDING_ERROR_REASON)
+    except Exception:
+        logger.exception("Ingesting document %s failed", document_id)
+        _delete_files(new_images.values())
+        return _mark_failed(document_id, INTERNAL_ERROR_REASON)
+
+
+class _EmbeddingFailed(Exception):
+    pass
+
+
+def _enqueue(document_id: int) -> None:
+    from documents.tasks import ingest_document_task
+
+    ingest_document_task.enqueue(document_id)
+
+
+def _sha256(file: File) -> str:
+    digest = hashlib.sha256()
+    file.seek(0)
+    for block in file.chunks():
+        digest.update(block)
+    file.seek(0)
+    return digest.hexdigest()
+
+
+def _metadata_title(fields, metadata: dict) -> str:
+    value = metadata.get("title")
+    if any(field.name == "title" for field in fields) and isinstance(value, str):
+        return value.strip()
+    return ""
+
+
+def _start_processing(document_id: int) -> Document:
+    with transaction.atomic():
+        document = Document.objects.select_for_update().get(pk=document_id)
+        if document.status == Status.READY:
+            document.status_reason = REINGESTING_REASON
+        else:
+            document.status, document.status_reason = Status.PROCESSING, ""
+        document.save(update_fields=["status", "status_reason", "updated_at"])
+    return document
+
+
+def _local_copy(document: Document, work_dir: Path) -> Path:
+    """A path to the original on local disk (copied when storage is remote)."""
+    try:
+        return Path(document.file.path)
+    except NotImplementedError:
+        target = work_dir / f"original{PurePath(document.file.name).suffix}"
+        with document.file.open("rb") as source, target.open("wb") as out:
+            shutil.copyfileobj(source, out)
+        return target
+
+
+def _embed(chunks: list[TextChunk]) -> tuple[list, str]:
+    if not chunks:
+        return [], ""
+    try:
+        embedder = embeddings.get_embedder()
+        vectors = embedder.embed_documents([chunk.text for chunk in chunks])
+    except Exception as exc:
+        logger.exception("Embedding %d chunks failed", len(chunks))
+        raise _EmbeddingFailed from exc
+    return vectors, embedder.model_name
+
+
+def _store_page_images(document: Document, parsed: ParsedDocument) -> dict[int, str]:
+    """Save rendered pages under names unique to this ingestion, so the previous
+    version's images stay valid until the replacement commits. Returns the stored
+    name of each page's image by page number."""
+    token = secrets.token_hex(4)
+    names: dict[int, str] = {}
+    try:
+        for page in parsed.pages:
+            if page.image_path is None:
+                continue
+            target = page_image_upload_to(
+                Page(document=document, number=page.number),
+                f"page-{page.number:05d}-{token}.png",
+            )
+            with page.image_path.open("rb") as handle:
+                names[page.number] = default_storage.save(target, File(handle))
+    except BaseException:
+        _delete_files(names.values())
+        raise
+    return names
+
+
+def _replace_content(
+    document_id: int,
+    *,
+    parsed: ParsedDocument,
+    chunks: list[TextChunk],
+    vectors: list,
+    model_name: str,
+    images: dict[int, str],
+) -> Document:
+    with transaction.atomic():
+        document = (
+            Document.objects.select_for_update()
+            .select_related("channel")
+            .get(pk=document_id)
+        )
+        channel = document.channel
+        old_images = _page_image_names(document)
+        indexing.forget_chunks(channel, document.pk)
+        Chunk.objects.filter(document=document).delete()
+        Page.objects.filter(document=document).delete()
+        pages = Page.objects.bulk_create(
+            Page(
+                document=document,
+                number=page.number,
+                text=page.text,
+                has_text=page.has_text,
+                image=images.get(page.number, ""),
+                width=page.width,
+                height=page.height,
+            )
+            for page in parsed.pages
+        )
+        by_number = {page.number: page for page in pages}
+        new_chunks = [
+            Chunk(
+                document=document,
+                page=by_number[chunk.page_number],
+                channel=channel,
+                page_number=chunk.page_number,
+                order=chunk.order,
+                text=chunk.text,
+                embedding=vector,
+                embedding_model=model_name,
+            )
+            for chunk, vector in zip(chunks, vectors, strict=True)
+        ]
+        indexing.prepare_chunks(channel, new_chunks)
+        Chunk.objects.bulk_create(new_chunks, batch_size=500)
+
+        if document.title in ("", document.original_filename):
+            document.title = (
+                _metadata_title(channel.metadata_fields.all(), document.metadata)
+                or parsed.title
+                or document.original_filename
+            )[:500]
+        document.status = Status.READY
+        document.status_reason = _ready_reason(parsed)
+        document.has_text = parsed.has_text
+        document.page_count = len(pages)
+        document.chunk_count = len(new_chunks)
+        document.ingested_at = timezone.now()
+        document.save()
+        bump_corpus_version(channel_id=channel.pk)
+        transaction.on_commit(partial(_delete_files, old_images))
+    return document
+
+
+def _ready_reason(parsed: ParsedDocument) -> str:
+    reasons: list[str] = []
+    if not parsed.has_text:
+        if any(page.has_images for page in parsed.pages):
+            reasons.append(
+                "No extractable text: the pages are scanned images and OCR is not "
+                "available. The page images can still be viewed."
+            )
+        else:
+            reasons.append(
+                "No extractable text: the pages are blank or their text is drawn "
+                "as shapes, and OCR is not available."
+            )
+    if parsed.warnings:
+        reasons.append(
+            "The file is damaged; what could be read was kept. "
+            + "; ".join(parsed.warnings)
+        )
+    return " ".join(reasons)[:MAX_REASON_CHARS]
+
+
+def _mark_failed(document_id: int, reason: str) -> Document:
+    with transaction.atomic():
+        document = Document.objects.select_for_update().get(pk=document_id)
+        document.status = Status.FAILED
+        document.status_reason = reason[:MAX_REASON_CHARS]
+        document.save(update_fields=["status", "status_reason", "updated_at"])
+    return document
+
+
+def _page_image_names(document: Document) -> list[str]:
+    return [
+        name
+        for name in Page.objects.filter(document=document).values_list(
+            "image", flat=True
+        )
+        if name
+    ]
+
+
+def _delete_files(names: Iterable[str]) -> None:
+    for name in names:
+        if not name:
+            continue
+        try:
+            default_storage.delete(name)
+        except Exception:
+            logger.warning("Could not delete stored file %s", name, exc_info=True)

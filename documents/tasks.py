@@ -1,0 +1,25 @@
+"""Background tasks, run by the database-backed worker (`manage.py db_worker`)."""
+
+import logging
+
+from django.tasks import task
+
+from documents.models import Document
+from documents.services.documents import ingest_document
+
+logger = logging.getLogger(__name__)
+
+
+@task()
+def ingest_document_task(document_id: int) -> str:
+    """Ingest one document; returns its final status ("ready" or "failed").
+
+    Failures of the file itself are recorded on the document by ingest_document;
+    a document deleted before or during the run is skipped.
+    """
+    try:
+        document = ingest_document(document_id=document_id)
+    except Document.DoesNotExist:
+        logger.info("Document %s was deleted before ingestion finished", document_id)
+        return "deleted"
+    return document.status

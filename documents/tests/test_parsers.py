@@ -1,0 +1,215 @@
+from pathlib import Path
+
+import pytest
+
+from documents.ingestion.parsed import UnreadableFile, clean_text
+from documents.ingestion.parsers import parse_file, resolve_content_type
+from documents.ingestion.pdf import clean_pdf_title, parse_pdf
+from documents.ingestion.text import decode_text, markdown_title, parse_text
+from documents.tests.fixtures import make_pdf
+
+
+def _write(tmp_path: Path, name: str, data: bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def _parse_pdf(path: Path, tmp_path: Path, **limits):
+    work_dir = tmp_path / "work"
+    work_dir.mkdir(exist_ok=True)
+    options = {"image_width": 300, "max_pages": 50, "timeout": 60, "memory_mb": 2048}
+    return parse_pdf(path, work_dir=work_dir, **{**options, **limits})
+
+
+@pytest.mark.parametrize(
+    ("content_type", "filename", "expected"),
+    [
+        ("application/pdf", "a.pdf", "application/pdf"),
+        ("Application/PDF; name=a.pdf", "a.pdf", "application/pdf"),
+        ("application/x-pdf", "a.bin", "application/pdf"),
+        ("text/plain; charset=UTF-8", "notes.txt", "text/plain; charset=utf-8"),
+        ("TEXT/PLAIN", "notes", "text/plain"),
+        ("text/markdown; charset=utf-8", "a.md", "text/markdown; charset=utf-8"),
+        ("text/x-markdown", "a.txt", "text/markdown"),
+        ("text/plain", "README.md", "text/markdown"),
+        ("application/octet-stream", "paper.PDF", "application/pdf"),
+        (None, "guide.markdown", "text/markdown"),
+        ("", "notes.txt", "text/plain"),
+    ],
+)
+def test_supported_content_types_ignore_case_and_parameters(
+    content_type, filename, expected
+):
+    """PDF, Markdown and plain text are recognised whatever the case and
+    parameters; uninformative types fall back to the file's extension."""
+    assert resolve_content_type(content_type, filename) == expected
+
+
+@pytest.mark.parametrize(
+    ("content_type", "filename"),
+    [
+        ("image/png", "scan.png"),
+        ("application/vnd.ms-word", "letter.doc"),
+        ("application/octet-stream", "archive.zip"),
+        (None, "no-extension"),
+        ("text/html", "page.md"),
+    ],
+)
+def test_unsupported_content_types_are_refused(content_type, filename):
+    """Anything but PDF, Markdown and plain text resolves to None."""
+    assert resolve_content_type(content_type, filename) is None
+
+
+def test_pdf_text_and_images_per_page(tmp_path):
+    """Each page yields its own text and a PNG rendered at the requested width;
+    blank pages have no text."""
+    path = _write(
+        tmp_path, "a.pdf", make_pdf(["Alpha page\nmore alpha", "", "Gamma page"])
+    )
+    parsed = _parse_pdf(path, tmp_path, image_width=240)
+    assert [page.number for page in parsed.pages] == [1, 2, 3]
+    assert parsed.pages[0].text == "Alpha page\nmore alpha"
+    assert [page.has_text for page in parsed.pages] == [True, False, True]
+    for page in parsed.pages:
+        assert page.image_path.read_bytes().startswith(b"\x89PNG")
+        assert page.width == 240
+        assert page.height > page.width  # a portrait letter page
+    assert parsed.has_text and not parsed.warnings
+
+
+def test_pdf_page_cap_is_a_clear_failure(tmp_path):
+    """A PDF with more pages than the cap fails and says both numbers."""
+    path = _write(tmp_path, "long.pdf", make_pdf(["one", "two", "three"]))
+    with pytest.raises(UnreadableFile) as excinfo:
+        _parse_pdf(path, tmp_path, max_pages=2)
+    assert "3 pages" in excinfo.value.reason
+    assert "limit is 2" in excinfo.value.reason
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"", "empty"),
+        (b"Hello, I am a text file pretending to be a PDF.\n", "not a PDF"),
+        (make_pdf(["some text " * 50])[:-300], "truncated"),
+        (b"%PDF-1.4\nnothing that parses\n%%EOF\n", "corrupt"),
+    ],
+)
+def test_unreadable_pdfs_fail_with_a_readable_reason(tmp_path, data, expected):
+    """Empty, foreign, truncated and corrupt files are told apart."""
+    path = _write(tmp_path, "bad.pdf", data)
+    with pytest.raises(UnreadableFile) as excinfo:
+        _parse_pdf(path, tmp_path)
+    assert expected in excinfo.value.reason
+
+
+def test_pdf_reader_time_limit(tmp_path):
+    """A PDF that takes longer than the time limit fails instead of hanging."""
+    path = _write(tmp_path, "slow.pdf", make_pdf(["text"] * 40))
+    with pytest.raises(UnreadableFile) as excinfo:
+        _parse_pdf(path, tmp_path, timeout=0.01)
+    assert "longer than" in excinfo.value.reason
+
+
+def test_pdf_title_comes_from_the_document_information(tmp_path):
+    """The PDF's Title entry becomes the parsed title."""
+    path = _write(tmp_path, "t.pdf", make_pdf(["x"], title="Annual Report 2024"))
+    assert _parse_pdf(path, tmp_path).title == "Annual Report 2024"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("Geometrie und Topologie", "Geometrie und Topologie"),
+        ("COVID&#x02010;19 vaccination", "COVID\u201019 vaccination"),
+        ("imagemagick-images\x00", "imagemagick-images"),
+        ("  Spaced   out \n title ", "Spaced out title"),
+        ("Untitled", ""),
+        ("loremipsum.jpg", ""),
+        ("905_Precinct_NoOU", ""),
+        ("", ""),
+    ],
+)
+def test_pdf_titles_are_cleaned_or_dropped(raw, expected):
+    """Entities are decoded and NULs removed; file names and placeholders are no
+    titles."""
+    assert clean_pdf_title(raw) == expected
+
+
+def test_markdown_splits_into_pages_at_headings(tmp_path):
+    """Level-1 and level-2 headings start pages; the preamble joins the first
+    section; deeper headings and headings inside code fences do not split."""
+    text = (
+        "Intro line.\n\n# Guide\n\nWelcome.\n\n### Detail\n\nStill page one.\n\n"
+        "## Install\n\n```sh\n# not a heading\npip install quire\n```\n\n"
+        "## Use\n\nRun it.\n"
+    )
+    path = _write(tmp_path, "guide.md", text.encode())
+    parsed = parse_text(path, markdown=True, charset=None, max_page_chars=10_000)
+    assert [page.number for page in parsed.pages] == [1, 2, 3]
+    assert parsed.pages[0].text.startswith("Intro line.")
+    assert "Still page one." in parsed.pages[0].text
+    assert "# not a heading" in parsed.pages[1].text
+    assert parsed.pages[2].text == "## Use\n\nRun it."
+    assert parsed.title == "Guide"
+
+
+def test_plain_text_is_one_page_until_it_is_too_long(tmp_path):
+    """Plain text is one logical page; text beyond the page size continues on
+    the next page, cut at a paragraph break."""
+    short = _write(tmp_path, "short.txt", b"one\n\ntwo\n")
+    assert (
+        len(parse_text(short, markdown=False, charset=None, max_page_chars=100).pages)
+        == 1
+    )
+    paragraphs = "\n\n".join(f"Paragraph {i} " + "x" * 40 for i in range(10))
+    long = _write(tmp_path, "long.txt", paragraphs.encode())
+    pages = parse_text(long, markdown=False, charset=None, max_page_chars=120).pages
+    assert len(pages) > 1
+    assert all(len(page.text) <= 120 for page in pages)
+    assert all(page.text.startswith("Paragraph") for page in pages)
+    assert "".join(page.text for page in pages).count("Paragraph") == 10
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"", "empty"),
+        (b"  \n\t\n", "empty"),
+        (b"\x00\x01\x02binary\x00", "not a text file"),
+    ],
+)
+def test_unreadable_text_files_fail_with_a_reason(tmp_path, data, expected):
+    """Empty, whitespace-only and binary "text" files are refused with a reason."""
+    path = _write(tmp_path, "x.txt", data)
+    with pytest.raises(UnreadableFile) as excinfo:
+        parse_text(path, markdown=False, charset=None, max_page_chars=1000)
+    assert expected in excinfo.value.reason
+
+
+def test_text_decoding_honours_boms_and_charsets():
+    """A BOM wins, then the declared charset, then UTF-8, then Windows-1252."""
+    assert decode_text("café".encode("utf-8-sig"), None) == "café"
+    assert decode_text("café".encode("utf-16"), None) == "café"
+    assert decode_text("café".encode("latin-1"), "iso-8859-1") == "café"
+    assert decode_text("café".encode(), None) == "café"
+    assert decode_text("café".encode("cp1252"), None) == "café"
+    assert decode_text(b"plain", "no-such-charset") == "plain"
+
+
+def test_parse_file_dispatches_on_content_type(tmp_path):
+    """parse_file reads text/plain with parameters as plain text and Markdown by
+    headings."""
+    path = _write(tmp_path, "n.txt", "naïve text".encode("latin-1"))
+    parsed = parse_file(path, "text/plain; charset=iso-8859-1", work_dir=tmp_path)
+    assert parsed.pages[0].text == "naïve text"
+    assert markdown_title("Title\n=====\n\ntext") == "Title"
+
+
+def test_clean_text_joins_broken_words_and_drops_control_characters():
+    """PDFium's end-of-line hyphen marker joins words; NUL and private-use
+    characters disappear; spaces collapse."""
+    assert clean_text("infor\x02\r\nmation  is\x00 here\uf8eb") == "information is here"
+    assert clean_text("a\x02b") == "a-b"
+    assert clean_text("\x19\x12") == ""

@@ -1,0 +1,367 @@
+import pytest
+from django.core.exceptions import ValidationError
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from documents.models import Channel, Chunk, Document, Page
+from documents.services.documents import (
+    create_document,
+    delete_document,
+    ingest_document,
+    reingest_document,
+)
+from documents.tests.fixtures import make_pdf
+
+pytestmark = pytest.mark.django_db
+
+FIELDS = [
+    {"name": "title", "type": "string"},
+    {"name": "year", "type": "number", "required": True},
+    {"name": "tags", "type": "string_list"},
+]
+
+
+@pytest.fixture(autouse=True)
+def _small_images(settings):
+    settings.PAGE_IMAGE_WIDTH = 200
+
+
+def _upload(name: str, data: bytes, content_type: str) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, data, content_type=content_type)
+
+
+def _ingest(document: Document) -> Document:
+    return ingest_document(document_id=document.pk)
+
+
+def test_create_document_stores_a_pending_document(make_channel):
+    """The file is stored, hashed and sized; the metadata is cleaned; the status is
+    pending and the title falls back to the file name."""
+    channel = make_channel(fields=FIELDS)
+    document = create_document(
+        channel=channel,
+        file=_upload("notes.txt", b"hello", "text/plain"),
+        metadata={"year": "2024", "tags": "a, b"},
+    )
+    document.refresh_from_db()
+    assert document.status == Document.Status.PENDING
+    assert document.metadata == {"year": 2024, "tags": ["a", "b"]}
+    assert document.title == "notes.txt"
+    assert document.size == 5
+    assert len(document.sha256) == 64
+    assert default_storage.open(document.file.name).read() == b"hello"
+
+
+def test_create_document_queues_ingestion_on_commit(
+    make_channel, django_capture_on_commit_callbacks
+):
+    """Ingestion is queued once the upload's transaction commits, not before."""
+    channel = make_channel()
+    with django_capture_on_commit_callbacks() as callbacks:
+        create_document(
+            channel=channel, file=_upload("a.md", b"# A\n\ntext", "text/markdown")
+        )
+    assert len(callbacks) == 1
+
+
+def test_metadata_errors_are_all_reported(make_channel):
+    """Unknown fields, bad values and missing required ones are reported together,
+    and nothing is stored."""
+    channel = make_channel(fields=FIELDS)
+    with pytest.raises(ValidationError) as excinfo:
+        create_document(
+            channel=channel,
+            file=_upload("a.txt", b"x", "text/plain"),
+            metadata={"colour": "red"},
+        )
+    text = " ".join(excinfo.value.messages)
+    assert "Unknown field(s): colour" in text
+    assert "year: a value is required" in text
+    assert not Document.objects.exists()
+
+
+def test_unsupported_type_is_rejected_with_a_clear_message(make_channel):
+    """A Word file is refused, and the message names what is accepted."""
+    channel = make_channel()
+    with pytest.raises(ValidationError) as excinfo:
+        create_document(
+            channel=channel,
+            file=_upload("letter.doc", b"x", "application/msword"),
+        )
+    (message,) = excinfo.value.messages
+    assert "letter.doc: unsupported file type (application/msword)" in message
+    assert "PDF" in message and "Markdown" in message
+    assert not Document.objects.exists()
+
+
+def test_oversized_upload_is_rejected(make_channel, settings):
+    """A file over UPLOAD_MAX_BYTES is refused with its size and the limit."""
+    settings.UPLOAD_MAX_BYTES = 1024
+    channel = make_channel()
+    with pytest.raises(ValidationError) as excinfo:
+        create_document(
+            channel=channel, file=_upload("big.txt", b"x" * 4096, "text/plain")
+        )
+    (message,) = excinfo.value.messages
+    assert "big.txt is 4.0\xa0KB; the upload limit is 1.0\xa0KB" in message
+
+
+def test_plain_text_with_charset_parameter_is_ingested(make_channel, fake_embedder):
+    """`text/plain; charset=UTF-8` is plain text: one ready page, chunks with
+    embeddings from the configured embedder."""
+    channel = make_channel()
+    document = create_document(
+        channel=channel,
+        file=_upload(
+            "café.txt",
+            "Crème brûlée recipe.\n\nBake it.".encode(),
+            "Text/Plain; Charset=UTF-8",
+        ),
+        enqueue=False,
+    )
+    document = _ingest(document)
+    assert document.status == Document.Status.READY
+    assert document.page_count == 1 and document.chunk_count == 1
+    page = Page.objects.get(document=document)
+    assert page.text == "Crème brûlée recipe.\n\nBake it." and page.has_text
+    assert not page.image
+    chunk = Chunk.objects.get(document=document)
+    assert chunk.embedding_model == fake_embedder.model_name
+    assert chunk.channel_id == channel.pk and chunk.page_id == page.pk
+    assert chunk.term_count > 0  # the keyword hooks ran
+
+
+def test_markdown_pages_chunks_and_title(make_channel, fake_embedder):
+    """Markdown becomes one page per top-level section; its first heading is the
+    title; chunks keep their page number in reading order."""
+    channel = make_channel()
+    text = (
+        "# Field Guide\n\nBirds.\n\n## Owls\n\nOwls hunt at night.\n\n"
+        "## Gulls\n\nGulls."
+    )
+    document = create_document(
+        channel=channel,
+        file=_upload("guide.md", text.encode(), "text/markdown; charset=utf-8"),
+        enqueue=False,
+    )
+    document = _ingest(document)
+    assert document.status == Document.Status.READY
+    assert document.title == "Field Guide"
+    chunks = list(Chunk.objects.filter(document=document).order_by("order"))
+    assert [c.page_number for c in chunks] == [1, 2, 3]
+    assert "Owls hunt at night." in chunks[1].text
+
+
+def test_title_precedence(make_channel, fake_embedder):
+    """An explicit title wins, then the metadata's title field, then the PDF's own
+    title, then the file name."""
+    channel = make_channel(fields=[{"name": "title", "type": "string"}])
+    pdf = make_pdf(["text"], title="Title In The PDF")
+
+    def ingest(**kwargs):
+        document = create_document(
+            channel=channel,
+            file=_upload("report.pdf", pdf, "application/pdf"),
+            enqueue=False,
+            **kwargs,
+        )
+        return _ingest(document).title
+
+    assert ingest(title="Given Title") == "Given Title"
+    assert ingest(metadata={"title": "Metadata Title"}) == "Metadata Title"
+    assert ingest() == "Title In The PDF"
+    untitled = create_document(
+        channel=channel,
+        file=_upload("plain.pdf", make_pdf(["text"]), "application/pdf"),
+        enqueue=False,
+    )
+    assert _ingest(untitled).title == "plain.pdf"
+
+
+def test_pdf_ingestion_stores_pages_images_and_counts(make_channel, fake_embedder):
+    """A PDF ends ready with a page row and PNG per page, chunks only for pages
+    with text, and the channel's corpus version bumped."""
+    channel = make_channel()
+    before = channel.corpus_version
+    document = create_document(
+        channel=channel,
+        file=_upload(
+            "a.pdf", make_pdf(["first page", "", "third page"]), "application/pdf"
+        ),
+        enqueue=False,
+    )
+    document = _ingest(document)
+    assert document.status == Document.Status.READY
+    assert (document.page_count, document.chunk_count, document.has_text) == (
+        3,
+        2,
+        True,
+    )
+    assert document.ingested_at is not None
+    pages = list(Page.objects.filter(document=document))
+    assert [p.has_text for p in pages] == [True, False, True]
+    for page in pages:
+        assert page.width == 200
+        assert default_storage.open(page.image.name).read(4) == b"\x89PNG"
+    assert [c.page_number for c in Chunk.objects.filter(document=document)] == [1, 3]
+    assert Channel.objects.get(pk=channel.pk).corpus_version > before
+
+
+def test_unreadable_file_fails_with_reason(make_channel, fake_embedder):
+    """A file that is not a PDF ends failed with a reason, and no pages."""
+    channel = make_channel()
+    document = create_document(
+        channel=channel,
+        file=_upload("fake.pdf", b"just some words", "application/pdf"),
+        enqueue=False,
+    )
+    document = _ingest(document)
+    assert document.status == Document.Status.FAILED
+    assert "not a PDF" in document.status_reason
+    assert not Page.objects.filter(document=document).exists()
+
+
+def test_reingestion_replaces_pages_chunks_and_images(
+    make_channel, fake_embedder, django_capture_on_commit_callbacks
+):
+    """Re-ingesting swaps in the new version and, once committed, deletes the old
+    page images."""
+    channel = make_channel()
+    document = create_document(
+        channel=channel,
+        file=_upload("a.pdf", make_pdf(["old one", "old two"]), "application/pdf"),
+        enqueue=False,
+    )
+    document = _ingest(document)
+    old_images = [p.image.name for p in Page.objects.filter(document=document)]
+    with default_storage.open(document.file.name, "wb") as handle:
+        handle.write(make_pdf(["new one"]))
+    with django_capture_on_commit_callbacks(execute=True):
+        document = _ingest(document)
+    assert (document.status, document.page_count, document.chunk_count) == (
+        "ready",
+        1,
+        1,
+    )
+    assert Chunk.objects.get(document=document).text == "new one"
+    assert not any(default_storage.exists(name) for name in old_images)
+
+
+def test_failed_reingestion_keeps_the_previous_version(make_channel, fake_embedder):
+    """When a re-ingestion fails, the document is failed with the reason but its
+    previous pages, chunks and images stay intact."""
+    channel = make_channel()
+    document = create_document(
+        channel=channel,
+        file=_upload("a.pdf", make_pdf(["good text"]), "application/pdf"),
+        enqueue=False,
+    )
+    document = _ingest(document)
+    image = Page.objects.get(document=document).image.name
+    with default_storage.open(document.file.name, "wb") as handle:
+        handle.write(b"")
+    document = _ingest(document)
+    assert document.status == Document.Status.FAILED
+    assert "empty" in document.status_reason
+    assert Chunk.objects.get(document=document).text == "good text"
+    assert default_storage.exists(image)
+
+
+def test_unexpected_errors_are_logged_and_stored_briefly(
+    make_channel, fake_embedder, monkeypatch, caplog
+):
+    """A bug in the pipeline fails the document with a short reason; the
+    traceback goes to the log, not into the reason."""
+    from documents.search import indexing
+
+    def broken(channel, chunks):
+        raise RuntimeError("kaboom in prepare_chunks")
+
+    monkeypatch.setattr(indexing, "prepare_chunks", broken)
+    channel = make_channel()
+    document = create_document(
+        channel=channel, file=_upload("a.txt", b"words", "text/plain"), enqueue=False
+    )
+    document = _ingest(document)
+    assert document.status == Document.Status.FAILED
+    assert "internal error" in document.status_reason
+    assert "kaboom" not in document.status_reason
+    assert "kaboom in prepare_chunks" in caplog.text
+    assert not Page.objects.filter(document=document).exists()
+
+
+def test_embedder_failure_fails_the_document(make_channel, monkeypatch):
+    """If the embedder fails, the document fails with a reason naming the step."""
+    from documents.ingestion import embeddings
+
+    class Down:
+        model_name = "down"
+
+        def embed_documents(self, texts):
+            raise ConnectionError("embedding endpoint unreachable")
+
+    monkeypatch.setattr(embeddings, "get_embedder", lambda: Down())
+    channel = make_channel()
+    document = create_document(
+        channel=channel, file=_upload("a.txt", b"words", "text/plain"), enqueue=False
+    )
+    document = _ingest(document)
+    assert document.status == Document.Status.FAILED
+    assert "embeddings failed" in document.status_reason
+
+
+def test_reingest_document_requeues(make_channel, django_capture_on_commit_callbacks):
+    """reingest_document queues the document again; a failed one goes back to
+    pending."""
+    channel = make_channel()
+    document = create_document(
+        channel=channel, file=_upload("a.txt", b"words", "text/plain"), enqueue=False
+    )
+    Document.objects.filter(pk=document.pk).update(status="failed", status_reason="x")
+    document.refresh_from_db()
+    with django_capture_on_commit_callbacks() as callbacks:
+        reingest_document(document=document)
+    assert len(callbacks) == 1
+    document.refresh_from_db()
+    assert (document.status, document.status_reason) == ("pending", "")
+
+
+def test_delete_document_removes_rows_and_files(
+    make_channel, fake_embedder, django_capture_on_commit_callbacks
+):
+    """Deleting removes the document, its pages and chunks, the original and the
+    page images, and bumps the corpus version."""
+    channel = make_channel()
+    document = create_document(
+        channel=channel,
+        file=_upload("a.pdf", make_pdf(["some text"]), "application/pdf"),
+        enqueue=False,
+    )
+    document = _ingest(document)
+    names = [document.file.name, Page.objects.get(document=document).image.name]
+    version = Channel.objects.get(pk=channel.pk).corpus_version
+    with django_capture_on_commit_callbacks(execute=True):
+        delete_document(document=document)
+    assert not Document.objects.filter(pk=document.pk).exists()
+    assert not Chunk.objects.filter(document_id=document.pk).exists()
+    assert not any(default_storage.exists(name) for name in names)
+    assert Channel.objects.get(pk=channel.pk).corpus_version > version
+
+
+def test_ingesting_a_deleted_document_raises(make_channel):
+    """A document that no longer exists can't be ingested."""
+    with pytest.raises(Document.DoesNotExist):
+        ingest_document(document_id=999_999)
+
+
+def test_content_type_from_upload_is_used(make_channel):
+    """Without an explicit content type, the upload's own one is checked."""
+    channel = make_channel()
+    document = create_document(
+        channel=channel,
+        file=ContentFile(b"# T", name="x.md"),
+        content_type="text/markdown; charset=UTF-8",
+        enqueue=False,
+    )
+    assert document.content_type == "text/markdown; charset=utf-8"
