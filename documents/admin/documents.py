@@ -16,14 +16,7 @@ from django.views.decorators.http import require_POST
 
 from documents.forms import UploadChannelForm, UploadDocumentsForm
 from documents.models import Channel, Document, Page
-
-
-def _services():
-    # Imported on use: the documents service lands separately from the admin.
-    from documents.services import documents
-
-    return documents
-
+from documents.services import documents as document_services
 
 # Originals are served inline only when the browser cannot run them.
 INLINE_TYPES = {"application/pdf", "text/plain"}
@@ -128,18 +121,18 @@ class DocumentAdmin(admin.ModelAdmin):
         return super().changeform_view(request, object_id, form_url, extra_context)
 
     def delete_model(self, request, obj):
-        _services().delete_document(document=obj)
+        document_services.delete_document(document=obj)
 
     def delete_queryset(self, request, queryset):
         for document in queryset:
-            _services().delete_document(document=document)
+            document_services.delete_document(document=document)
 
     # Actions
 
     @admin.action(description="Re-ingest selected documents", permissions=["change"])
     def reingest_selected(self, request, queryset):
         for document in queryset:
-            _services().reingest_document(document=document)
+            document_services.reingest_document(document=document)
         self.message_user(
             request,
             f"Queued {len(queryset)} document(s) for ingestion.",
@@ -197,7 +190,7 @@ class DocumentAdmin(admin.ModelAdmin):
         queued, rejected = [], []
         for upload in form.cleaned_data["files"]:
             try:
-                _services().create_document(
+                document_services.create_document(
                     channel=channel,
                     file=upload,
                     filename=upload.name,
@@ -252,7 +245,7 @@ class DocumentAdmin(admin.ModelAdmin):
         document = self._document_or_404(request, object_id)
         if not self.has_change_permission(request, document):
             raise PermissionDenied
-        _services().reingest_document(document=document)
+        document_services.reingest_document(document=document)
         self.message_user(
             request, f"Queued “{document}” for ingestion.", messages.SUCCESS
         )

@@ -1,17 +1,28 @@
 import re
+import signal
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 from django.contrib.messages import get_messages
 from django.core.files.base import ContentFile
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
+from django_tasks_db.management.commands import db_worker
 
 from documents.models import ApiKey, Channel, Document, Feedback, Page
 from documents.services.keys import authenticate_api_key, create_api_key
 
 HOSTILE = "<script>alert('x')</script>"
+DEMO_PDF = (
+    Path(__file__).resolve().parents[2]
+    / "demo"
+    / "documents"
+    / "faa-amt-handbook-self-locking-nuts.pdf"
+)
 FIELDS = [
     {"name": "kind", "type": "string", "filterable": True},
     {"name": "published", "type": "date"},
@@ -297,6 +308,176 @@ def test_upload_requires_at_least_one_file(admin_client, make_channel):
     response = admin_client.post(url, {})
     assert response.status_code == 200
     assert "files" in response.context["form"].errors
+
+
+def run_worker(monkeypatch) -> None:
+    """Run the ingestion worker (`manage.py db_worker`) until the queue is empty,
+    as `make run` does in the background."""
+    # The worker recycles connections between tasks; inside a test's transaction
+    # that would drop the data the test set up.
+    monkeypatch.setattr(db_worker, "close_old_connections", lambda: None)
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        call_command(
+            "db_worker",
+            batch=True,
+            interval=0,
+            startup_delay=False,
+            reload=False,
+            verbosity=0,
+        )
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+def upload(admin_client, channel, files, **metadata):
+    url = reverse("admin:documents_document_upload") + f"?channel={channel.pk}"
+    data = {"files": files} | {f"meta_{k}": v for k, v in metadata.items()}
+    return admin_client.post(url, data)
+
+
+def test_admin_upload_is_queued_then_ready_after_the_worker_runs(
+    admin_client,
+    make_channel,
+    fake_embedder,
+    django_capture_on_commit_callbacks,
+    monkeypatch,
+):
+    """Files uploaded in the admin are stored pending with the typed metadata,
+    queued (never ingested in the request), and ready once the worker has run."""
+    channel = make_channel(fields=FIELDS)
+    files = [
+        SimpleUploadedFile(
+            "guide.md",
+            b"# Torque\n\nTighten the nut to the stated torque.\n\n"
+            b"# Safety\n\nWear gloves.",
+            content_type="text/markdown",
+        ),
+        SimpleUploadedFile(
+            "nuts.pdf", DEMO_PDF.read_bytes(), content_type="application/pdf"
+        ),
+    ]
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = upload(
+            admin_client,
+            channel,
+            files,
+            kind="manual",
+            published="2024-05-31",
+            topics="maintenance, fasteners",
+            pages_hint="12",
+            reviewed="true",
+        )
+    assert response.status_code == 302, response.context["form"].errors
+    assert response["Location"].endswith(f"?channel__id__exact={channel.pk}")
+    assert len(callbacks) == 2
+    documents = list(Document.objects.order_by("original_filename"))
+    assert [d.original_filename for d in documents] == ["guide.md", "nuts.pdf"]
+    assert {d.status for d in documents} == {Document.Status.PENDING}
+    assert documents[0].metadata == {
+        "kind": "manual",
+        "published": "2024-05-31",
+        "topics": ["maintenance", "fasteners"],
+        "pages_hint": 12,
+        "reviewed": True,
+    }
+
+    run_worker(monkeypatch)
+
+    for document in documents:
+        document.refresh_from_db()
+        assert document.status == Document.Status.READY, document.status_reason
+        assert document.page_count >= 1
+        assert document.chunk_count >= 1
+    pdf = documents[1]
+    assert pdf.pages.get(number=1).image
+    listing = admin_client.get(
+        reverse("admin:documents_document_changelist")
+        + f"?channel__id__exact={channel.pk}&status__exact=ready"
+    )
+    assert "guide.md" in listing.text or "Torque" in listing.text
+    preview = admin_client.get(
+        reverse("admin:documents_document_page", args=[pdf.pk, 1])
+    )
+    assert "self-locking" in preview.text
+
+
+def test_upload_reports_files_the_service_refuses(admin_client, make_channel):
+    """A file of an unsupported type is refused with a readable reason; accepted
+    files of the same upload are still queued."""
+    channel = make_channel()
+    files = [
+        SimpleUploadedFile("tool.exe", b"MZ\x90\x00", "application/x-msdownload"),
+        SimpleUploadedFile("notes.txt", b"Plain notes.", "text/plain"),
+    ]
+    response = upload(admin_client, channel, files)
+    assert response.status_code == 302
+    assert list(Document.objects.values_list("original_filename", flat=True)) == [
+        "notes.txt"
+    ]
+    texts = messages_of(admin_client.get(response["Location"]))
+    assert any("tool.exe" in text and "unsupported" in text for text in texts)
+
+    only_bad = upload(
+        admin_client,
+        channel,
+        [SimpleUploadedFile("tool.exe", b"MZ", "application/x-msdownload")],
+    )
+    assert only_bad.status_code == 200
+    assert "tool.exe" in str(only_bad.context["form"].errors["files"])
+
+
+def test_reingest_action_queues_the_documents_again(
+    admin_client, make_channel, django_capture_on_commit_callbacks
+):
+    """The re-ingest action queues one ingestion per selected document."""
+    channel = make_channel()
+    failed = make_document(channel, 1, status=Document.Status.FAILED)
+    ready = make_document(channel, 2)
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = admin_client.post(
+            reverse("admin:documents_document_changelist"),
+            {"action": "reingest_selected", "_selected_action": [failed.pk, ready.pk]},
+        )
+    assert response.status_code == 302
+    assert len(callbacks) == 2
+    failed.refresh_from_db()
+    ready.refresh_from_db()
+    assert failed.status == Document.Status.PENDING
+    assert ready.status == Document.Status.READY  # stays searchable meanwhile
+
+
+def test_delete_removes_the_document_through_the_service(
+    admin_client,
+    make_channel,
+    fake_embedder,
+    django_capture_on_commit_callbacks,
+    monkeypatch,
+):
+    """Deleting documents from the admin removes them, their pages and files."""
+    channel = make_channel()
+    with django_capture_on_commit_callbacks(execute=True):
+        upload(admin_client, channel, [SimpleUploadedFile("a.txt", b"Alpha text.")])
+    run_worker(monkeypatch)
+    document = Document.objects.get()
+    stored = Path(document.file.path)
+    assert stored.exists() and document.pages.exists()
+    before = Channel.objects.get(pk=channel.pk).corpus_version
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(
+            reverse("admin:documents_document_changelist"),
+            {
+                "action": "delete_selected",
+                "_selected_action": [document.pk],
+                "post": "yes",
+            },
+        )
+    assert response.status_code == 302
+    assert not Document.objects.exists()
+    assert not Page.objects.exists()
+    assert not stored.exists()
+    assert Channel.objects.get(pk=channel.pk).corpus_version > before
 
 
 # API keys

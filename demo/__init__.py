@@ -1,0 +1,1 @@
+"""The demo channel that `make run` loads (definition, documents, attribution)."""
