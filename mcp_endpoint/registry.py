@@ -262,9 +262,15 @@ class ResourceTemplate(Resource):
     pattern: ClassVar[re.Pattern]
 
     def definition(self, channel: Channel) -> dict:
-        definition = super().definition(channel)
-        definition.pop("uri")
-        return {"uriTemplate": self.uri_template, **definition}
+        definition = {
+            "uriTemplate": self.uri_template,
+            "name": self.name,
+            "description": self.description(channel),
+            "mimeType": self.mime_type,
+        }
+        if self.title:
+            definition["title"] = self.title
+        return definition
 
     def matches(self, uri: str) -> bool:
         return uri.startswith(self.uri_template.split("{", 1)[0])

@@ -148,7 +148,12 @@ class McpClient:
                 "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
                 **params.get("_meta", {}),
             }
-        return {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        return {
+            "jsonrpc": "2.0",
+            "id": self.next_id,
+            "method": method,
+            "params": params,
+        }
 
     def post(self, body, headers: dict | None = None, **extra):
         data = body if isinstance(body, (bytes, str)) else json.dumps(body)
@@ -188,7 +193,9 @@ class McpClient:
         assert not result.get("isError"), result
         return result
 
-    def call_tool_expecting_error(self, name: str, arguments: dict | None = None) -> str:
+    def call_tool_expecting_error(
+        self, name: str, arguments: dict | None = None
+    ) -> str:
         result = self.call_tool(name, arguments)
         assert result.get("isError") is True, result
         assert "Traceback" not in result["content"][0]["text"]

@@ -157,7 +157,9 @@ def test_each_call_is_logged(mcp, caplog):
         in line
         for line in lines
     ), lines
-    assert any("tool=get_pages" in line and "outcome=tool_error" in line for line in lines)
+    assert any(
+        "tool=get_pages" in line and "outcome=tool_error" in line for line in lines
+    )
     assert all("duration_ms=" in line for line in lines)
 
 
@@ -165,7 +167,11 @@ def test_no_session_id_is_set(mcp_legacy):
     """Initialize (and everything else) answers without Mcp-Session-Id."""
     response = mcp_legacy.send(
         "initialize",
-        {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t"}},
+        {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t"},
+        },
     )
     assert response.status_code == 200
     assert "Mcp-Session-Id" not in response

@@ -1,3 +1,16 @@
-"""Quire's MCP tools; importing this package registers them."""
+"""Quire's MCP tools; importing this package registers them, in listing order."""
 
-from mcp_endpoint.tools import documents, feedback, search  # noqa: F401
+from mcp_endpoint.registry import registry
+from mcp_endpoint.tools.documents import GetCitationUrl, GetPages, ListDocuments
+from mcp_endpoint.tools.feedback import SubmitFeedback
+from mcp_endpoint.tools.search import RagSearch, RetrieveTextChunks
+
+for tool in (
+    ListDocuments(),
+    GetPages(),
+    GetCitationUrl(),
+    RetrieveTextChunks(),
+    RagSearch(),
+    SubmitFeedback(),
+):
+    registry.register(tool)

@@ -18,7 +18,6 @@ from mcp_endpoint.registry import (
     Tool,
     ToolError,
     ToolResult,
-    registry,
     text_block,
 )
 
@@ -220,8 +219,3 @@ class GetCitationUrl(Tool):
             ctx.channel, args.document_ids, ctx.base_url, args.page_number
         )
         return json_result(urls)
-
-
-registry.register(ListDocuments())
-registry.register(GetPages())
-registry.register(GetCitationUrl())

@@ -4,7 +4,7 @@ from asgiref.sync import sync_to_async
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_endpoint import schemas, services
-from mcp_endpoint.registry import CallContext, Tool, ToolResult, registry
+from mcp_endpoint.registry import CallContext, Tool, ToolResult
 from mcp_endpoint.tools.documents import json_result
 
 
@@ -42,6 +42,3 @@ class SubmitFeedback(Tool):
             comment=args.comment,
         )
         return json_result({"feedback_id": feedback.pk})
-
-
-registry.register(SubmitFeedback())

@@ -16,7 +16,6 @@ from mcp_endpoint.registry import (
     Tool,
     ToolError,
     ToolResult,
-    registry,
     text_block,
 )
 from mcp_endpoint.tools.documents import json_result
@@ -120,7 +119,3 @@ class RagSearch(SearchTool):
         except FilterError as exc:
             raise ToolError(str(exc)) from None
         return ToolResult([text_block(answer.text)], structured=answer.as_dict())
-
-
-registry.register(RetrieveTextChunks())
-registry.register(RagSearch())
