@@ -1,0 +1,132 @@
+import socket
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from demo.loader import DEFINITION
+from documents.models import ApiKey, Channel
+from documents.services.keys import authenticate_api_key
+
+
+def run(*args) -> tuple[str, str]:
+    out, err = StringIO(), StringIO()
+    call_command(*args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_create_channel_from_options(db):
+    """Fields given as name:type[:flags] and --newest-sort become the channel's
+    field rows and sort."""
+    out, _ = run(
+        "create_channel",
+        "handbook",
+        "--name",
+        "Staff handbook",
+        "--field",
+        "kind:string:filterable,retrieve",
+        "--field",
+        "published:date:filterable,required",
+        "--field",
+        "topics:string_list",
+        "--newest-sort",
+        "published",
+    )
+    channel = Channel.objects.get(slug="handbook")
+    assert channel.name == "Staff handbook"
+    assert channel.newest_sort == [{"field": "published", "direction": "desc"}]
+    rows = list(
+        channel.metadata_fields.values_list(
+            "name", "type", "filterable", "required", "enable_in_mcp_retrieve_chunks"
+        )
+    )
+    assert rows == [
+        ("kind", "string", True, False, True),
+        ("published", "date", True, True, False),
+        ("topics", "string_list", False, False, False),
+    ]
+    assert "/mcp/handbook" in out
+
+
+def test_create_channel_from_a_definition_file(db):
+    """--definition reads the demo's JSON format (its documents are ignored)."""
+    run("create_channel", "library", "--definition", str(DEFINITION))
+    channel = Channel.objects.get(slug="library")
+    assert channel.metadata_fields.filter(name="published", type="date").exists()
+    assert not channel.documents.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["bad", "--field", "when:datetime"], "unknown type"),
+        (["bad", "--field", "when"], "name:type"),
+        (["bad", "--field", "when:date:sortable"], "unknown flag"),
+        (["bad", "--newest-sort", "when:up"], "field:desc"),
+        (["Not A Slug"], "slug"),
+        ([], "Give a slug"),
+    ],
+)
+def test_create_channel_explains_bad_arguments(db, args, message):
+    """Bad field specs, sorts and slugs stop the command with a clear message and
+    create nothing."""
+    with pytest.raises(CommandError, match=message):
+        run("create_channel", *args)
+    assert not Channel.objects.exists()
+
+
+def test_create_channel_refuses_an_existing_slug(make_channel):
+    """A second channel with the same slug is refused."""
+    make_channel("handbook")
+    with pytest.raises(CommandError, match="exists"):
+        run("create_channel", "handbook")
+
+
+def test_create_api_key_prints_a_working_key_once(make_channel):
+    """The key goes to stdout alone; it opens the named channels and only those."""
+    handbook, wiki, other = (
+        make_channel("handbook"),
+        make_channel("wiki"),
+        make_channel("other"),
+    )
+    out, err = run(
+        "create_api_key", "agent", "--channel", "handbook", "--channel", "wiki"
+    )
+    raw_key = out.strip()
+    assert raw_key.startswith("qk_") and "\n" not in raw_key
+    assert raw_key not in err
+    api_key = ApiKey.objects.get()
+    assert api_key.prefix in err
+    assert authenticate_api_key(raw_key, channel=handbook) == api_key
+    assert authenticate_api_key(raw_key, channel=wiki) == api_key
+    assert set(api_key.channels.all()) == {handbook, wiki}
+    assert other not in api_key.channels.all()
+    assert api_key.expires_at is None
+
+
+def test_create_api_key_with_an_expiry(make_channel):
+    """--expires-in-days sets the expiry that many days ahead."""
+    make_channel("handbook")
+    run("create_api_key", "temp", "--channel", "handbook", "--expires-in-days", "7")
+    days = (ApiKey.objects.get().expires_at - timezone.now()).total_seconds() / 86400
+    assert 6.99 < days <= 7
+
+
+def test_create_api_key_refuses_unknown_channels(make_channel):
+    """An unknown slug is an error naming the known channels; no key is made."""
+    make_channel("handbook")
+    with pytest.raises(CommandError, match="Unknown channel.*nope.*handbook"):
+        run("create_api_key", "agent", "--channel", "nope")
+    assert not ApiKey.objects.exists()
+
+
+def test_runquire_refuses_a_port_in_use(db):
+    """runquire stops before starting anything when its port is taken, and says
+    how to pick another."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(CommandError, match="PORT="):
+            run("runquire", "--port", str(port))
