@@ -27,8 +27,7 @@ $(NODE22)/node_modules/.bin/node:
 
 run: install
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py load_demo
-	$(PY) manage.py runquire --port $(PORT)
+	$(PY) manage.py runquire --demo --port $(PORT)
 
 test: install node
 	$(PY) -m pytest $(PYTEST_ARGS)
