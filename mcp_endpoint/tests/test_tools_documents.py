@@ -1,0 +1,243 @@
+"""list_documents, get_pages, get_citation_url and the citation view."""
+
+import json
+import time
+
+import pytest
+from asgiref.sync import async_to_sync
+
+from documents.models import Document
+from mcp_endpoint.tests.conftest import McpClient, decode_png
+
+pytestmark = pytest.mark.django_db
+
+
+def doc_id(title: str) -> int:
+    return Document.objects.get(title=title).pk
+
+
+# --- list_documents ----------------------------------------------------------------
+
+
+def test_list_documents_newest_first_by_channel_sort(mcp_any):
+    """Ready documents only, newest year first, with metadata fields; the text
+    block carries the same JSON as structuredContent."""
+    result = mcp_any.call_tool_expecting_success("list_documents")
+    page = result["structuredContent"]
+    assert page["total_count"] == 3
+    assert [row["title"] for row in page["results"]] == [
+        "Security handbook",
+        "Holiday policy",
+        "Expense rules",
+    ]
+    assert page["results"][0]["year"] == 2025
+    assert page["results"][1]["number_of_pages"] == 3
+    assert json.loads(result["content"][0]["text"]) == page
+
+
+def test_list_documents_oldest_first(mcp):
+    """newest_first=false reverses the channel's sort."""
+    page = mcp.call_tool_expecting_success("list_documents", {"newest_first": False})
+    assert page["structuredContent"]["results"][0]["title"] == "Expense rules"
+
+
+def test_list_documents_pages_through_results(mcp):
+    """offset and limit page through the list."""
+    first = mcp.call_tool_expecting_success("list_documents", {"limit": 2})
+    rest = mcp.call_tool_expecting_success("list_documents", {"offset": 2, "limit": 2})
+    titles = [r["title"] for r in first["structuredContent"]["results"]]
+    titles += [r["title"] for r in rest["structuredContent"]["results"]]
+    assert len(set(titles)) == 3
+
+
+def test_list_documents_caps_limit(mcp, settings):
+    """A limit over MCP_LIST_LIMIT_MAX is capped, not refused."""
+    settings.MCP_LIST_LIMIT_MAX = 2
+    page = mcp.call_tool_expecting_success("list_documents", {"limit": 500})
+    assert page["structuredContent"]["limit"] == 2
+    assert len(page["structuredContent"]["results"]) == 2
+
+
+def test_list_documents_filters(mcp):
+    """metadata_filter narrows the list."""
+    page = mcp.call_tool_expecting_success(
+        "list_documents", {"metadata_filter": {"topic": "holidays"}}
+    )
+    assert [r["title"] for r in page["structuredContent"]["results"]] == [
+        "Holiday policy"
+    ]
+
+
+def test_list_documents_bad_filter_is_a_tool_error(mcp):
+    """An unknown filter field is an isError result naming the allowed fields."""
+    text = mcp.call_tool_expecting_error(
+        "list_documents", {"metadata_filter": {"colour": "red"}}
+    )
+    assert "topic" in text and "year" in text
+
+
+def test_newest_first_is_refused_without_newest_sort(papers, papers_key):
+    """Where the schema has no newest_first, sending it is a tool error."""
+    client = McpClient("papers", papers_key)
+    text = client.call_tool_expecting_error("list_documents", {"newest_first": True})
+    assert "newest_first" in text
+
+
+@pytest.mark.parametrize(
+    "arguments, expected",
+    [
+        ({"limit": 0}, "limit"),
+        ({"offset": -1}, "offset"),
+        ({"limit": "many"}, "limit"),
+        ({"surprise": 1}, "surprise"),
+    ],
+)
+def test_list_documents_invalid_arguments_are_tool_errors(mcp_any, arguments, expected):
+    """Argument validation failures are isError results naming the argument."""
+    text = mcp_any.call_tool_expecting_error("list_documents", arguments)
+    assert expected in text
+
+
+# --- get_pages ----------------------------------------------------------------------
+
+
+def test_get_pages_text_and_image(mcp_any):
+    """Each page: its label, its text, and its PNG image when asked for both."""
+    document = doc_id("Holiday policy")
+    result = mcp_any.call_tool_expecting_success(
+        "get_pages", {"document_id": document, "page_start": 1, "page_end": 2}
+    )
+    content = result["content"]
+    assert content[0] == {"type": "text", "text": f"[Document {document}, Page 1]"}
+    assert "twenty five days" in content[1]["text"]
+    assert content[2]["type"] == "image" and content[2]["mimeType"] == "image/png"
+    assert decode_png(content[2]["data"]).size == (8, 8)
+    assert content[3]["text"] == f"[Document {document}, Page 2]"
+    assert "carried over" in content[4]["text"]
+    assert len(content) == 5  # page 2 has no stored image
+
+
+def test_get_pages_text_only(mcp):
+    """type=text returns no images."""
+    result = mcp.call_tool_expecting_success(
+        "get_pages",
+        {
+            "document_id": doc_id("Holiday policy"),
+            "page_start": 1,
+            "page_end": 1,
+            "type": "text",
+        },
+    )
+    assert [block["type"] for block in result["content"]] == ["text", "text"]
+
+
+def test_get_pages_over_the_cap_is_a_tool_error(mcp):
+    """More pages than the channel's cap is an error naming cap and count."""
+    text = mcp.call_tool_expecting_error(
+        "get_pages",
+        {"document_id": doc_id("Holiday policy"), "page_start": 1, "page_end": 3},
+    )
+    assert "At most 2 pages" in text and "asked for 3" in text
+
+
+def test_get_pages_reversed_range_is_a_tool_error(mcp):
+    """page_start after page_end is an error."""
+    text = mcp.call_tool_expecting_error(
+        "get_pages",
+        {"document_id": doc_id("Holiday policy"), "page_start": 2, "page_end": 1},
+    )
+    assert "after page_end" in text
+
+
+def test_get_pages_outside_the_document_says_which_pages_exist(mcp):
+    """A range beyond the document names the pages that exist."""
+    text = mcp.call_tool_expecting_error(
+        "get_pages",
+        {"document_id": doc_id("Expense rules"), "page_start": 2, "page_end": 3},
+    )
+    assert "pages 1 to 1" in text
+
+
+def test_get_pages_of_unknown_or_unready_documents_are_errors(mcp, papers):
+    """Documents of other channels, pending ones and missing ids are errors."""
+    for document in (doc_id("Protein folding"), doc_id("Draft"), 999999):
+        text = mcp.call_tool_expecting_error(
+            "get_pages", {"document_id": document, "page_start": 1, "page_end": 1}
+        )
+        assert "list_documents" in text
+
+
+# --- get_citation_url and the citation view ------------------------------------
+
+
+def test_citation_links_open_the_original(mcp):
+    """get_citation_url returns signed links keyed by id that serve the file;
+    unknown ids are left out."""
+    document = doc_id("Expense rules")
+    result = mcp.call_tool_expecting_success(
+        "get_citation_url", {"document_ids": [document, 999999]}
+    )
+    urls = result["structuredContent"]
+    assert list(urls) == [str(document)]
+    assert urls[str(document)].startswith("http://testserver/citations/")
+    response = async_to_sync(mcp.client.get)(
+        urls[str(document)].removeprefix("http://testserver")
+    )
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content).startswith(b"Travel expenses")
+    assert response["Content-Disposition"].startswith("inline")
+
+
+def test_citation_links_to_pdfs_carry_the_page(mcp):
+    """With page_number, a PDF link ends with #page=<n>; other files don't."""
+    Document.objects.filter(title="Holiday policy").update(
+        content_type="application/pdf"
+    )
+    holidays, expenses = doc_id("Holiday policy"), doc_id("Expense rules")
+    urls = mcp.call_tool_expecting_success(
+        "get_citation_url", {"document_ids": [holidays, expenses], "page_number": 2}
+    )["structuredContent"]
+    assert urls[str(holidays)].endswith("#page=2")
+    assert "#" not in urls[str(expenses)]
+
+
+def citation_path(mcp, document: int) -> str:
+    urls = mcp.call_tool_expecting_success(
+        "get_citation_url", {"document_ids": [document]}
+    )["structuredContent"]
+    return urls[str(document)].removeprefix("http://testserver")
+
+
+def test_tampered_citation_link_is_refused(mcp):
+    """A link whose signature or payload was altered gets 403."""
+    path = citation_path(mcp, doc_id("Expense rules"))
+    prefix, _, signature = path.rpartition(":")
+    flipped = ("A" if signature[0] != "A" else "B") + signature[1:]
+    assert async_to_sync(mcp.client.get)(f"{prefix}:{flipped}").status_code == 403
+    other = citation_path(mcp, doc_id("Security handbook"))
+    spliced = other.split(":")[0] + ":" + path.split(":", 1)[1]
+    assert async_to_sync(mcp.client.get)(spliced).status_code == 403
+
+
+def test_expired_citation_link_is_gone(mcp, monkeypatch, settings):
+    """A link older than CITATION_URL_MAX_AGE gets 410."""
+    from django.core import signing
+
+    path = citation_path(mcp, doc_id("Expense rules"))
+    later = time.time() + settings.CITATION_URL_MAX_AGE + 5
+    monkeypatch.setattr(signing.time, "time", lambda: later)
+    assert async_to_sync(mcp.client.get)(path).status_code == 410
+
+
+def test_citation_link_for_other_channel_document_needs_its_channel(mcp, papers):
+    """get_citation_url never links to another channel's documents."""
+    urls = mcp.call_tool_expecting_success(
+        "get_citation_url", {"document_ids": [doc_id("Protein folding")]}
+    )["structuredContent"]
+    assert urls == {}
+
+
+def test_citation_url_needs_ids(mcp):
+    """An empty id list is a tool error."""
+    text = mcp.call_tool_expecting_error("get_citation_url", {"document_ids": []})
+    assert "document_ids" in text
