@@ -84,11 +84,12 @@ def vector_leg(
     searchable = chunks.values("id")[: EXACT_SCAN_MAX_CHUNKS + 1].count()
     if searchable == 0:
         return []
-    wanted = min(candidates, searchable)
     if searchable > EXACT_SCAN_MAX_CHUNKS:
         _configure_hnsw(candidates)
         ranked = _nearest(chunks, vector, candidates, exact=False)
-        if len(ranked) >= wanted:
+        # More rows than candidates pass the filters here, so a short answer means
+        # the graph walk gave up early: rank exactly instead of returning it.
+        if len(ranked) >= candidates:
             return ranked
     return _nearest(chunks, vector, candidates, exact=True)
 

@@ -59,3 +59,74 @@ def add_document(
         document.chunk_count = len(chunks)
         document.save(update_fields=["chunk_count"])
     return document
+
+
+def add_documents(
+    channel: Channel,
+    items: list[dict],
+    *,
+    batch_size: int = 256,
+    progress=None,
+) -> None:
+    """Bulk version of add_document for benchmarks: each item has "title",
+    "filename", "text" (one page, chunked like ingestion) and optional
+    "metadata"."""
+    from django.conf import settings
+
+    from documents.ingestion.chunking import chunk_pages
+    from documents.ingestion.parsed import ParsedPage
+
+    embedder = embeddings.get_embedder()
+    for start in range(0, len(items), batch_size):
+        batch = items[start : start + batch_size]
+        with transaction.atomic():
+            documents = Document.objects.bulk_create(
+                [
+                    Document(
+                        channel=channel,
+                        title=item["title"],
+                        file=f"channels/{channel.pk}/originals/{item['filename']}",
+                        original_filename=item["filename"],
+                        content_type="text/plain",
+                        size=len(item["text"].encode()),
+                        metadata=item.get("metadata") or {},
+                        status=Document.Status.READY,
+                        page_count=1,
+                    )
+                    for item in batch
+                ]
+            )
+            pages = Page.objects.bulk_create(
+                [
+                    Page(document=document, number=1, text=item["text"])
+                    for document, item in zip(documents, batch, strict=True)
+                ]
+            )
+            chunks: list[Chunk] = []
+            for document, page, item in zip(documents, pages, batch, strict=True):
+                pieces = chunk_pages(
+                    [ParsedPage(number=1, text=item["text"])],
+                    chunk_size=settings.CHUNK_SIZE,
+                    chunk_overlap=settings.CHUNK_OVERLAP,
+                )
+                document.chunk_count = len(pieces)
+                for piece in pieces:
+                    chunks.append(
+                        Chunk(
+                            document=document,
+                            page=page,
+                            channel=channel,
+                            page_number=1,
+                            order=piece.order,
+                            text=piece.text,
+                            embedding_model=embedder.model_name,
+                        )
+                    )
+            vectors = embedder.embed_documents([chunk.text for chunk in chunks])
+            for chunk, vector in zip(chunks, vectors, strict=True):
+                chunk.embedding = vector
+            prepare_chunks(channel, chunks)
+            Chunk.objects.bulk_create(chunks)
+            Document.objects.bulk_update(documents, ["chunk_count"])
+        if progress:
+            progress(start + len(batch))

@@ -1,0 +1,279 @@
+import pytest
+from django.db import connection, transaction
+
+from documents.filters import FilterError
+from documents.models import Channel, Chunk, Document
+from documents.search import legs
+from documents.search.fusion import reciprocal_rank_fusion
+from documents.search.service import RetrievedChunk, retrieve_chunks
+from documents.search.testing import add_document
+
+FIELDS = [
+    {"name": "team", "type": "string", "filterable": True},
+    {"name": "year", "type": "number", "filterable": True},
+    {"name": "region", "type": "string", "enable_in_mcp_retrieve_chunks": True},
+]
+
+
+@pytest.fixture
+def wiki(make_channel, fake_embedder):
+    channel = make_channel(fields=FIELDS)
+    add_document(
+        channel,
+        title="Onboarding",
+        pages=[
+            "New employees receive a laptop and a badge on their first day.",
+            "The cafeteria serves lunch from noon until two.",
+        ],
+        metadata={"team": "hr", "year": 2023, "region": "eu"},
+    )
+    add_document(
+        channel,
+        title="Expenses",
+        pages=["Travel expenses are reimbursed within thirty days of the claim."],
+        metadata={"team": "finance", "year": 2024, "region": "us"},
+    )
+    add_document(
+        channel,
+        title="Security",
+        pages=["Report a lost laptop or badge to the security desk at once."],
+        metadata={"team": "it", "year": 2024, "region": "eu"},
+    )
+    return channel
+
+
+def test_hybrid_retrieval_finds_the_relevant_chunk_first(wiki):
+    """The chunk that answers comes first, with its document, page and score."""
+    results = retrieve_chunks(wiki, "when are travel expenses reimbursed")
+    assert isinstance(results[0], RetrievedChunk)
+    assert results[0].document_title == "Expenses"
+    assert results[0].page_number == 1
+    assert "reimbursed" in results[0].text
+    assert results[0].score > 0
+    assert [r.score for r in results] == sorted(
+        (r.score for r in results), reverse=True
+    )
+
+
+@pytest.mark.parametrize("mode", ["keyword", "vector", "hybrid"])
+def test_each_mode_ranks_the_matching_chunk_first(wiki, mode):
+    """Keyword-only, vector-only and hybrid all find an exact topical match."""
+    wiki.retriever_mode = mode
+    results = retrieve_chunks(wiki, "cafeteria lunch")
+    assert results[0].text.startswith("The cafeteria")
+
+
+def test_metadata_shows_marked_fields_or_everything(wiki):
+    """Chunk metadata holds the fields marked enable_in_mcp_retrieve_chunks, or all
+    the document's metadata when none is marked."""
+    result = retrieve_chunks(wiki, "travel expenses")[0]
+    assert result.metadata == {"region": "us"}
+    wiki.metadata_fields.update(enable_in_mcp_retrieve_chunks=False)
+    result = retrieve_chunks(wiki, "travel expenses")[0]
+    assert result.metadata == {"team": "finance", "year": 2024, "region": "us"}
+
+
+def test_filter_restricts_results(wiki):
+    """A metadata filter keeps only matching documents' chunks."""
+    results = retrieve_chunks(wiki, "laptop badge", metadata_filter={"team": "it"})
+    assert {r.document_title for r in results} == {"Security"}
+    results = retrieve_chunks(wiki, "laptop", metadata_filter={"year": {"max": 2023}})
+    assert {r.document_title for r in results} == {"Onboarding"}
+
+
+def test_document_ids_override_the_filter(wiki):
+    """With document_ids the search is limited to them and metadata_filter is
+    ignored, even an invalid one."""
+    onboarding = Document.objects.get(title="Onboarding")
+    results = retrieve_chunks(
+        wiki,
+        "laptop badge",
+        document_ids=[onboarding.pk],
+        metadata_filter={"team": "it"},
+    )
+    assert {r.document_id for r in results} == {onboarding.pk}
+    results = retrieve_chunks(
+        wiki, "laptop", document_ids=[onboarding.pk], metadata_filter={"nope": 1}
+    )
+    assert {r.document_id for r in results} == {onboarding.pk}
+
+
+def test_invalid_filter_raises(wiki):
+    """Without document_ids an invalid filter is a FilterError."""
+    with pytest.raises(FilterError):
+        retrieve_chunks(wiki, "laptop", metadata_filter={"team": "sales"})
+
+
+def test_only_ready_documents_of_the_channel_are_searched(wiki, make_channel):
+    """Chunks of documents not ready, and of other channels, are never returned."""
+    add_document(
+        wiki,
+        title="Draft",
+        pages=["Travel expenses draft policy."],
+        status=Document.Status.PROCESSING,
+    )
+    other = make_channel(slug="other")
+    add_document(other, title="Elsewhere", pages=["Travel expenses elsewhere."])
+    titles = {r.document_title for r in retrieve_chunks(wiki, "travel expenses")}
+    assert "Draft" not in titles and "Elsewhere" not in titles
+
+
+def test_limit_defaults_to_top_k_and_is_capped(wiki, settings):
+    """limit defaults to retriever_top_k and never exceeds MCP_MAX_RESULTS."""
+    wiki.retriever_top_k = 2
+    assert len(retrieve_chunks(wiki, "laptop badge lunch expenses")) == 2
+    settings.MCP_MAX_RESULTS = 3
+    assert len(retrieve_chunks(wiki, "laptop badge lunch expenses", limit=40)) == 3
+
+
+def test_empty_query_returns_nothing(wiki):
+    """A blank query returns no chunks."""
+    assert retrieve_chunks(wiki, "   ") == []
+
+
+def test_rrf_sums_reciprocal_ranks():
+    """RRF scores each item 1/(k+rank) per list; agreement beats one top rank."""
+    fused = reciprocal_rank_fusion([["a", "b", "c"], ["b", "c", "a"]], k=1)
+    assert [item for item, _ in fused] == ["b", "a", "c"]
+    assert fused[0][1] == pytest.approx(1 / 3 + 1 / 2)
+    fused = reciprocal_rank_fusion([["x", "y"], ["z"]], k=60)
+    assert [item for item, _ in fused] == ["x", "z", "y"]
+
+
+def test_hybrid_fuses_both_legs_with_rrf(wiki, monkeypatch):
+    """Hybrid results are the RRF fusion of the keyword and vector rankings."""
+    calls = {}
+    original_keyword, original_vector = legs.keyword_leg, legs.vector_leg
+
+    def keyword(*args):
+        calls["keyword"] = original_keyword(*args)
+        return calls["keyword"]
+
+    def vector(*args):
+        calls["vector"] = original_vector(*args)
+        return calls["vector"]
+
+    from documents.search import service
+
+    monkeypatch.setattr(service, "keyword_leg", keyword)
+    monkeypatch.setattr(service, "vector_leg", vector)
+    results = retrieve_chunks(wiki, "lost laptop badge", limit=10)
+    expected = reciprocal_rank_fusion(
+        [[i for i, _ in calls["keyword"]], [i for i, _ in calls["vector"]]],
+        k=wiki.retriever_rrf_k,
+    )
+    assert [(r.chunk_id, r.score) for r in results] == [
+        (i, pytest.approx(s)) for i, s in expected
+    ]
+
+
+def _prefer_indexes():
+    # On a small table PostgreSQL would sort everything; push it onto the HNSW
+    # index so the filtered-scan behaviour is what's exercised.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SET enable_seqscan = off; SET enable_bitmapscan = off; "
+            "SET enable_sort = off"
+        )
+
+
+def test_vector_leg_is_not_short_under_a_selective_filter(
+    make_channel, fake_embedder, monkeypatch
+):
+    """With a filter matching few chunks, the vector leg still returns as many
+    results as asked, where a plain HNSW scan (ef_search 40) comes back short."""
+    monkeypatch.setattr(legs, "EXACT_SCAN_MAX_CHUNKS", 10)
+    channel = make_channel(
+        slug="big",
+        fields=[{"name": "team", "type": "string", "filterable": True}],
+        retriever_mode=Channel.RetrieverMode.VECTOR,
+        retriever_candidates=30,
+    )
+    for index in range(200):
+        team = "rare" if index % 20 == 0 else "common"
+        add_document(
+            channel,
+            title=f"doc {index}",
+            pages=[
+                [f"policy number {index} about topic {index % 7}", f"appendix {index}"]
+            ],
+            metadata={"team": team},
+        )
+    _prefer_indexes()
+    results = retrieve_chunks(
+        channel, "policy topic", metadata_filter={"team": "rare"}, limit=20
+    )
+    assert len(results) == 20
+    assert {r.metadata["team"] for r in results} == {"rare"}
+
+    vector = fake_embedder.embed_query("policy topic")
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            # The test runs in one transaction: undo the leg's SET LOCALs.
+            cursor.execute("SET hnsw.iterative_scan = off; SET hnsw.ef_search = 40")
+        plain = list(
+            Chunk.objects.for_channel(channel)
+            .filter(document__metadata__team="rare")
+            .nearest(vector)
+            .values_list("id", flat=True)[:20]
+        )
+    assert len(plain) < 20, "the plain HNSW scan should have come back short"
+
+
+def test_vector_leg_uses_exact_scan_for_small_filtered_sets(wiki, fake_embedder):
+    """Filtered sets within EXACT_SCAN_MAX_CHUNKS are ranked exactly."""
+    wiki.retriever_mode = "vector"
+    results = retrieve_chunks(wiki, "badge", metadata_filter={"team": ["hr", "it"]})
+    assert len(results) == 3
+    vector = fake_embedder.embed_query("badge")
+    import numpy as np
+
+    expected = sorted(
+        Chunk.objects.filter(document__metadata__team__in=["hr", "it"]),
+        key=lambda c: -float(np.dot(c.embedding, vector)),
+    )
+    assert [r.chunk_id for r in results] == [c.pk for c in expected]
+
+
+def test_keyword_bm25_prefers_rarer_terms(make_channel, fake_embedder):
+    """BM25: a match on a rare term outranks a match on a common one."""
+    channel = make_channel(slug="bm25", retriever_mode="keyword")
+    for index in range(8):
+        add_document(channel, title=f"filler {index}", pages=[f"apple harvest {index}"])
+    add_document(channel, title="common", pages=["apple apple orchard notes"])
+    add_document(channel, title="rare", pages=["zygote orchard notes"])
+    results = retrieve_chunks(channel, "apple zygote")
+    assert results[0].document_title == "rare"
+
+
+def test_keyword_bm25_normalises_length(make_channel, fake_embedder):
+    """BM25: with the same term frequency, a shorter chunk outranks a longer one."""
+    channel = make_channel(slug="length", retriever_mode="keyword")
+    add_document(channel, title="long", pages=["glacier " + "moraine sediment " * 30])
+    add_document(channel, title="short", pages=["glacier moraine"])
+    add_document(channel, title="other", pages=["desert dunes"])
+    results = retrieve_chunks(channel, "glacier")
+    assert [r.document_title for r in results] == ["short", "long"]
+
+
+def test_keyword_query_with_only_unknown_or_stop_words_finds_nothing(wiki):
+    """Stop words and terms absent from the channel produce no keyword results."""
+    wiki.retriever_mode = "keyword"
+    assert retrieve_chunks(wiki, "the and of") == []
+    assert retrieve_chunks(wiki, "xylophone") == []
+
+
+def test_query_with_quotes_and_operators_is_safe(wiki):
+    """Quotes, backslashes and tsquery operators in a query are plain text."""
+    for query in ["laptop's & | ! ( badge", "'; DROP TABLE x; --", "back\\slash :*"]:
+        retrieve_chunks(wiki, query)
+
+
+def test_retrieval_runs_a_fixed_number_of_queries(wiki, django_assert_max_num_queries):
+    """A filtered hybrid search costs a bounded number of queries (no N+1)."""
+    wiki = Channel.objects.get(pk=wiki.pk)
+    with django_assert_max_num_queries(9):
+        results = retrieve_chunks(
+            wiki, "laptop badge lunch", metadata_filter={"year": {"min": 2000}}
+        )
+    assert len(results) >= 3
