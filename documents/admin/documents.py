@@ -289,6 +289,9 @@ class DocumentAdmin(admin.ModelAdmin):
         content_type = mimetypes.guess_type(page.image.name)[0] or "image/png"
         if not content_type.startswith("image/"):
             content_type = "application/octet-stream"
-        response = FileResponse(page.image.open("rb"), content_type=content_type)
+        # Page images are small: one read keeps the ASGI handler from iterating
+        # a file synchronously.
+        with page.image.open("rb") as handle:
+            response = HttpResponse(handle.read(), content_type=content_type)
         response["Cache-Control"] = "private, max-age=3600"
         return response

@@ -233,7 +233,7 @@ def test_page_preview_shows_text_beside_the_image(admin_client, make_channel):
     image = admin_client.get(image_url)
     assert image.status_code == 200
     assert image["Content-Type"] == "image/png"
-    assert b"".join(image.streaming_content) == b"\x89PNG\r\n\x1a\nfake"
+    assert image.content == b"\x89PNG\r\n\x1a\nfake"
 
     missing = admin_client.get(
         reverse("admin:documents_document_page_image", args=[document.pk, 2])

@@ -94,12 +94,12 @@ class Command(BaseCommand):
             self.stdout.flush()
             exit_code = self._wait_for_exit(children)
         except KeyboardInterrupt:
-            # The terminal sent SIGINT to the children too; give them a moment.
-            self._stop(children, signal_first=False)
+            # The terminal sent SIGINT to the children too: let them finish first.
+            self._stop(children, grace=3.0)
         except Stop:
-            self._stop(children, signal_first=True)
+            pass
         finally:
-            self._stop(children, signal_first=True)
+            self._stop(children, grace=0.0)
             signal.signal(signal.SIGTERM, previous)
         if exit_code:
             raise CommandError(f"A Quire process exited with status {exit_code}.")
@@ -141,15 +141,21 @@ class Command(BaseCommand):
                     return child.returncode or 1
             time.sleep(0.5)
 
-    def _stop(self, children: dict, *, signal_first: bool) -> None:
+    def _stop(self, children: dict, *, grace: float) -> None:
+        """Stop the children, escalating from SIGINT to SIGKILL.
+
+        SIGINT first: uvicorn re-raises the signal it stopped on, and only after
+        SIGINT does Python run the exit hooks that let the embedded PostgreSQL
+        know this process is gone (so the last process to leave can stop it).
+        """
         running = [child for child in children.values() if child.poll() is None]
-        if not signal_first:
+        running = self._wait(running, grace)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            if not running:
+                return
+            for child in running:
+                child.send_signal(sig)
             running = self._wait(running, STOP_TIMEOUT)
-        for child in running:
-            child.terminate()
-        for child in self._wait(running, STOP_TIMEOUT):
-            child.kill()
-            child.wait()
 
     @staticmethod
     def _wait(children: list, timeout: float) -> list:
