@@ -8,7 +8,9 @@ import hashlib
 import numpy as np
 import pytest
 
-SHARED_DATA = __import__("pathlib").Path(__file__).resolve().parent.parent / "shared" / "data"
+SHARED_DATA = (
+    __import__("pathlib").Path(__file__).resolve().parent.parent / "shared" / "data"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +43,9 @@ class FakeEmbedder:
     def _vector(self, text: str) -> list[float]:
         vector = np.zeros(self.dimensions, dtype=np.float32)
         for word in text.lower().split():
-            digest = hashlib.blake2b(word.strip(".,;:!?()[]\"'").encode(), digest_size=4)
+            digest = hashlib.blake2b(
+                word.strip(".,;:!?()[]\"'").encode(), digest_size=4
+            )
             vector[int.from_bytes(digest.digest(), "little") % self.dimensions] += 1.0
         norm = np.linalg.norm(vector)
         if norm == 0:

@@ -57,7 +57,9 @@ def _clean_value(field: MetadataField, value):
         try:
             URLValidator(schemes=["http", "https"])(value)
         except ValidationError:
-            raise ValidationError(f"{field.name}: {value!r} is not an http(s) URL.") from None
+            raise ValidationError(
+                f"{field.name}: {value!r} is not an http(s) URL."
+            ) from None
         return value
     raise ValidationError(f"{field.name}: unknown field type {kind!r}.")
 

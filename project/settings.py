@@ -172,7 +172,9 @@ CHUNK_SIZE = env_int("CHUNK_SIZE", 1000, minimum=100)
 CHUNK_OVERLAP = env_int("CHUNK_OVERLAP", 150, minimum=0)
 
 # Embeddings: the offline ONNX MiniLM by default, or an OpenAI-compatible endpoint.
-EMBEDDING_BACKEND = env_choice("EMBEDDING_BACKEND", "onnx-minilm", ["onnx-minilm", "openai"])
+EMBEDDING_BACKEND = env_choice(
+    "EMBEDDING_BACKEND", "onnx-minilm", ["onnx-minilm", "openai"]
+)
 EMBEDDING_DIMENSIONS = 384  # fixed by the Chunk.embedding column and its HNSW index
 EMBEDDING_BASE_URL = env_str("EMBEDDING_BASE_URL")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL")

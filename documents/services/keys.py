@@ -76,7 +76,10 @@ def authenticate_api_key(raw_key: str | None, *, channel: Channel) -> ApiKey:
     if not api_key.channels.filter(pk=channel.pk).exists():
         raise KeyRejected("This API key does not open this channel.", status=403)
     # Record use at most once a minute per key, to keep hot paths free of writes.
-    if api_key.last_used_at is None or (now - api_key.last_used_at).total_seconds() > 60:
+    if (
+        api_key.last_used_at is None
+        or (now - api_key.last_used_at).total_seconds() > 60
+    ):
         ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
     return api_key
 
