@@ -72,7 +72,7 @@ def fake_embedder(monkeypatch):
 
 @pytest.fixture
 def make_channel(db):
-    """Factory: make_channel(slug="handbook", fields=[{"name":..., "type":...}], **options)."""
+    """Factory: make_channel(slug, fields=[{"name": ..., "type": ...}], **options)."""
     from documents.services.channels import create_channel
 
     def make(slug: str = "handbook", name: str | None = None, **kwargs):

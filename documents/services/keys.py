@@ -51,7 +51,7 @@ def revoke_api_key(*, api_key: ApiKey) -> None:
 
 
 class KeyRejected(Exception):
-    """The key is missing, unknown, revoked or expired (401), or closed to the channel (403)."""
+    """Missing, unknown, revoked or expired key (401), or not for the channel (403)."""
 
     def __init__(self, message: str, *, status: int):
         super().__init__(message)
