@@ -228,3 +228,44 @@ def mcp_any(request, handbook, handbook_key):
 
 def decode_png(data: str) -> Image.Image:
     return Image.open(io.BytesIO(base64.b64decode(data)))
+
+
+@pytest.fixture(scope="session")
+def quire_server(django_db_setup, django_db_blocker, tmp_path_factory):
+    """A uvicorn server with two workers on the test database, serving the demo
+    channel (loaded as `make run` does) and the conformance channel."""
+    from django.test import override_settings
+
+    from mcp_endpoint.tests import live
+
+    from django.db import connection
+
+    # Only the test database: a session without django_db tests has none set up.
+    assert connection.settings_dict["NAME"].startswith("test_"), "no test database"
+    media = tmp_path_factory.mktemp("live-media")
+    storages = {
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": media},
+        },
+        "staticfiles": {
+            "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        },
+    }
+    conformance_key = live.new_conformance_key()
+    with (
+        django_db_blocker.unblock(),
+        override_settings(MEDIA_ROOT=media, STORAGES=storages),
+    ):
+        demo_slug, demo_key = live.create_live_data(
+            conformance_key, media / "admin-password.txt"
+        )
+    process, base_url = live.start_server(
+        live.server_environment(media, conformance_key), workers=2
+    )
+    try:
+        yield live.LiveServer(base_url, demo_slug, demo_key, conformance_key)
+    finally:
+        live.stop_server(process)
+        with django_db_blocker.unblock():
+            live.delete_live_data(demo_slug)

@@ -1,0 +1,143 @@
+"""A real uvicorn server for client tests, on the pytest test database.
+
+The data it serves (the demo channel, loaded by demo.loader like `make run`
+does, and the conformance channel) is committed, so the server's own
+connections see it; it is deleted again when the session ends.
+"""
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+from django.db import connection
+
+from mcp_endpoint.tests.conformance_fixtures import CONFORMANCE_SLUG
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class LiveServer:
+    base_url: str
+    demo_slug: str
+    demo_key: str
+    conformance_key: str
+
+    @property
+    def demo_url(self) -> str:
+        return f"{self.base_url}/mcp/{self.demo_slug}"
+
+    @property
+    def conformance_url(self) -> str:
+        return f"{self.base_url}/mcp/{CONFORMANCE_SLUG}"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def server_environment(media_root: Path, conformance_key: str) -> dict[str, str]:
+    """The test process's environment, pointed at the test database."""
+    env = dict(os.environ)
+    name = connection.settings_dict["NAME"]
+    if env.get("DATABASE_URL"):
+        parts = urlsplit(env["DATABASE_URL"])
+        env["DATABASE_URL"] = urlunsplit(parts._replace(path=f"/{name}"))
+    else:
+        env["QUIRE_DATABASE_NAME"] = name
+    env.update(
+        MEDIA_ROOT=str(media_root),
+        QUIRE_CONFORMANCE_KEY=conformance_key,
+        MCP_RATE_LIMIT_PER_MINUTE="100000",
+        DJANGO_SETTINGS_MODULE="project.settings",
+        PYTHONPATH=str(REPO),
+    )
+    return env
+
+
+def start_server(env: dict[str, str], workers: int = 2) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "mcp_endpoint.tests.live_app:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--log-level",
+            "warning",
+        ],
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"uvicorn exited with {process.returncode}")
+        try:
+            if httpx.get(f"{base_url}/mcp/{CONFORMANCE_SLUG}", timeout=2).status_code:
+                return process, base_url
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    stop_server(process)
+    raise RuntimeError("uvicorn did not start within 90 s")
+
+
+def stop_server(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, 15)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)
+            process.wait()
+
+
+def new_conformance_key() -> str:
+    return "qk_" + secrets.token_urlsafe(24)
+
+
+def create_live_data(conformance_key: str, password_file: Path) -> tuple[str, str]:
+    """The demo channel (as `make run` loads it) and the conformance channel;
+    returns (demo slug, demo key)."""
+    from demo.loader import load_demo
+    from documents.models import ApiKey
+    from documents.services.channels import create_channel
+    from documents.services.keys import digest_key
+
+    site = load_demo(password_file=password_file)
+    channel = create_channel(slug=CONFORMANCE_SLUG, name="Conformance")
+    key = ApiKey.objects.create(
+        name="conformance suites",
+        prefix=conformance_key[:10],
+        digest=digest_key(conformance_key),
+    )
+    key.channels.set([channel])
+    return site.channel.slug, site.raw_key
+
+
+def delete_live_data(demo_slug: str) -> None:
+    from django.contrib.auth import get_user_model
+
+    from documents.models import ApiKey, Channel
+
+    channels = Channel.objects.filter(slug__in=[demo_slug, CONFORMANCE_SLUG])
+    ApiKey.objects.filter(channels__in=channels).delete()
+    channels.delete()
+    get_user_model().objects.filter(username="admin").delete()
