@@ -234,11 +234,10 @@ def decode_png(data: str) -> Image.Image:
 def quire_server(django_db_setup, django_db_blocker, tmp_path_factory):
     """A uvicorn server with two workers on the test database, serving the demo
     channel (loaded as `make run` does) and the conformance channel."""
+    from django.db import connection
     from django.test import override_settings
 
     from mcp_endpoint.tests import live
-
-    from django.db import connection
 
     # Only the test database: a session without django_db tests has none set up.
     assert connection.settings_dict["NAME"].startswith("test_"), "no test database"

@@ -10,11 +10,16 @@ import os
 
 from project.asgi import application as quire
 
-from mcp_endpoint.tests import conformance_fixtures
 
-conformance_fixtures.register()
+def _register_fixtures() -> str:
+    # After project.asgi: the fixtures import models, which need Django set up.
+    from mcp_endpoint.tests import conformance_fixtures
 
-CONFORMANCE_PATH = f"/mcp/{conformance_fixtures.CONFORMANCE_SLUG}"
+    conformance_fixtures.register()
+    return f"/mcp/{conformance_fixtures.CONFORMANCE_SLUG}"
+
+
+CONFORMANCE_PATH = _register_fixtures()
 
 
 async def application(scope, receive, send):
