@@ -2,15 +2,50 @@
 
 from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Count, Q
+from django.forms.models import BaseInlineFormSet
 
 from documents.models import Channel, Document, MetadataField
 from documents.services.channels import bump_corpus_version
 
 
+class MetadataFieldFormSet(BaseInlineFormSet):
+    """Checks the channel's newest_sort and filterable_fields against the field
+    rows being saved with it (the channel form alone cannot see them)."""
+
+    def clean(self):
+        super().clean()
+        fields = {
+            form.cleaned_data["name"]: form.cleaned_data
+            for form in self.forms
+            if form.cleaned_data.get("name") and not form.cleaned_data.get("DELETE")
+        }
+        channel = self.instance
+        errors = []
+        sort = channel.newest_sort if isinstance(channel.newest_sort, list) else []
+        for item in sort:
+            name = item.get("field") if isinstance(item, dict) else None
+            if name not in fields:
+                errors.append(f"newest_sort names {name!r}, which is not a field here.")
+        listed = channel.filterable_fields
+        for name in listed if isinstance(listed, list) else []:
+            if name not in fields:
+                errors.append(
+                    f"filterable_fields names {name!r}, which is not a field here."
+                )
+            elif not fields[name].get("filterable"):
+                errors.append(
+                    f"filterable_fields names {name!r}: mark that field filterable."
+                )
+        if errors:
+            raise ValidationError(errors)
+
+
 class MetadataFieldInline(admin.TabularInline):
     model = MetadataField
+    formset = MetadataFieldFormSet
     extra = 0
     fields = [
         "position",

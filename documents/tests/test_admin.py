@@ -110,6 +110,41 @@ def test_channel_form_rejects_malformed_newest_sort(admin_client):
     assert not Channel.objects.exists()
 
 
+def test_channel_options_must_name_its_own_fields(admin_client):
+    """newest_sort and filterable_fields may only name the channel's fields, and
+    filterable_fields only filterable ones."""
+    data = channel_form_data(
+        **{
+            "newest_sort": '[{"field": "published", "direction": "desc"}]',
+            "filterable_fields": '["kind", "topics"]',
+            "metadata_fields-TOTAL_FORMS": "2",
+            "metadata_fields-0-name": "kind",
+            "metadata_fields-0-type": "string",
+            "metadata_fields-0-position": "0",
+            "metadata_fields-1-name": "topics",
+            "metadata_fields-1-type": "string_list",
+            "metadata_fields-1-position": "1",
+        }
+    )
+    response = admin_client.post(reverse("admin:documents_channel_add"), data)
+    assert response.status_code == 200
+    assert "&#x27;published&#x27;, which is not a field here" in response.text
+    assert "&#x27;kind&#x27;: mark that field filterable" in response.text
+    assert not Channel.objects.exists()
+
+    data |= {
+        "metadata_fields-0-filterable": "on",
+        "metadata_fields-1-filterable": "on",
+        "metadata_fields-TOTAL_FORMS": "3",
+        "metadata_fields-2-name": "published",
+        "metadata_fields-2-type": "date",
+        "metadata_fields-2-position": "2",
+    }
+    response = admin_client.post(reverse("admin:documents_channel_add"), data)
+    assert response.status_code == 302
+    assert Channel.objects.get().metadata_fields.count() == 3
+
+
 def test_editing_a_channel_bumps_its_corpus_version(admin_client, make_channel):
     """Saving a channel in the admin invalidates caches keyed on its corpus."""
     channel = make_channel("handbook", name="Handbook")
