@@ -18,8 +18,13 @@ from documents.forms import UploadChannelForm, UploadDocumentsForm
 from documents.models import Channel, Document, Page
 from documents.services import documents as document_services
 
-# Originals are served inline only when the browser cannot run them.
-INLINE_TYPES = {"application/pdf", "text/plain"}
+# Originals are shown inline only as types a browser will not run as a page;
+# Markdown is shown as plain text.
+INLINE_TYPES = {
+    "application/pdf": "application/pdf",
+    "text/plain": "text/plain; charset=utf-8",
+    "text/markdown": "text/plain; charset=utf-8",
+}
 
 
 @admin.register(Document)
@@ -255,12 +260,12 @@ class DocumentAdmin(admin.ModelAdmin):
         document = self._document_or_404(request, object_id)
         if not document.file:
             raise Http404("This document has no stored file.")
-        content_type = document.content_type.split(";")[0].strip().lower()
-        inline = content_type in INLINE_TYPES
+        stored_type = document.content_type.split(";")[0].strip().lower()
+        inline_type = INLINE_TYPES.get(stored_type)
         return FileResponse(
             document.file.open("rb"),
-            content_type=content_type if inline else "application/octet-stream",
-            as_attachment=not inline,
+            content_type=inline_type or "application/octet-stream",
+            as_attachment=inline_type is None,
             filename=document.original_filename,
         )
 

@@ -483,6 +483,52 @@ def test_reingest_action_queues_the_documents_again(
     assert ready.status == Document.Status.READY  # stays searchable meanwhile
 
 
+def test_reingest_button_on_a_document_queues_it(
+    admin_client, make_channel, django_capture_on_commit_callbacks
+):
+    """The document page's Re-ingest button (a POST) queues one ingestion; a GET
+    does nothing."""
+    document = make_document(make_channel(), status=Document.Status.FAILED)
+    url = reverse("admin:documents_document_reingest", args=[document.pk])
+    detail = admin_client.get(
+        reverse("admin:documents_document_change", args=[document.pk])
+    )
+    assert url in detail.text
+    with django_capture_on_commit_callbacks() as callbacks:
+        assert admin_client.get(url).status_code == 405
+    assert callbacks == []
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = admin_client.post(url)
+    assert response.status_code == 302
+    assert len(callbacks) == 1
+    document.refresh_from_db()
+    assert document.status == Document.Status.PENDING
+
+
+def test_original_file_is_served_to_staff(admin_client, make_channel):
+    """The original link serves the stored file: PDFs inline, Markdown inline as
+    plain text, anything else as a download."""
+    channel = make_channel()
+    markdown = make_document(channel, 1, content_type="text/markdown")
+    markdown.file.save("notes.md", ContentFile(b"# Notes <b>x</b>"), save=True)
+    other = make_document(channel, 2, content_type="application/x-unknown")
+    other.file.save("blob.bin", ContentFile(b"\x00\x01"), save=True)
+
+    response = admin_client.get(
+        reverse("admin:documents_document_original", args=[markdown.pk])
+    )
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == b"# Notes <b>x</b>"
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    assert response["Content-Disposition"].startswith("inline")
+
+    response = admin_client.get(
+        reverse("admin:documents_document_original", args=[other.pk])
+    )
+    assert response["Content-Type"] == "application/octet-stream"
+    assert response["Content-Disposition"].startswith("attachment")
+
+
 def test_delete_removes_the_document_through_the_service(
     admin_client,
     make_channel,
