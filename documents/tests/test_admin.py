@@ -660,3 +660,25 @@ def test_feedback_is_listed_read_only_and_escaped(admin_client, make_channel):
     )
     assert detail.status_code == 200
     assert 'name="_save"' not in detail.text
+
+
+def test_feedback_list_is_bounded(
+    admin_client, make_channel, django_assert_max_num_queries
+):
+    """Feedback rows show their channel without a query per row."""
+    channels = [make_channel(f"c{index}") for index in range(3)]
+    key = create_api_key(name="agent", channels=channels).api_key
+    Feedback.objects.bulk_create(
+        Feedback(
+            channel=channels[index % 3],
+            api_key=key,
+            query=f"question {index}",
+            answer="answer",
+            score=index % 5,
+        )
+        for index in range(150)
+    )
+    with django_assert_max_num_queries(10):
+        response = admin_client.get(reverse("admin:documents_feedback_changelist"))
+    assert response.status_code == 200
+    assert "150 feedback" in response.text
