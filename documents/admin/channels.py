@@ -6,6 +6,9 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Count, Q
 from django.forms.models import BaseInlineFormSet
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.http import urlencode
 
 from documents.models import Channel, Document, MetadataField
 from documents.services.channels import bump_corpus_version
@@ -141,8 +144,10 @@ class ChannelAdmin(admin.ModelAdmin):
         )
 
     @admin.display(description="Documents", ordering="document_total")
-    def document_total(self, channel: Channel) -> int:
-        return channel.document_total
+    def document_total(self, channel: Channel) -> str:
+        url = reverse("admin:documents_document_changelist")
+        query = urlencode({"channel__id__exact": channel.pk})
+        return format_html("<a href='{}?{}'>{}</a>", url, query, channel.document_total)
 
     @admin.display(description="Ready", ordering="ready_total")
     def ready_total(self, channel: Channel) -> int:

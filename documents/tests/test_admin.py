@@ -168,6 +168,8 @@ def test_channel_list_counts_documents_without_a_query_per_row(
         response = admin_client.get(reverse("admin:documents_channel_changelist"))
     assert response.status_code == 200
     assert "/mcp/channel-7" in response.text
+    listing = reverse("admin:documents_document_changelist")
+    assert f"{listing}?channel__id__exact={channel.pk}" in response.text
 
 
 # Documents
