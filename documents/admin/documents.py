@@ -15,7 +15,7 @@ from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
 from documents.forms import UploadChannelForm, UploadDocumentsForm
-from documents.models import Channel, Document, Page
+from documents.models import Channel, Chunk, Document, Page
 from documents.services import documents as document_services
 
 # Originals are shown inline only as types a browser will not run as a page;
@@ -124,6 +124,19 @@ class DocumentAdmin(admin.ModelAdmin):
             "show_save_and_add_another": False,
         }
         return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def get_deleted_objects(self, objs, request):
+        # Django would list every page and chunk on the confirmation page;
+        # counts say the same for documents with thousands of chunks.
+        documents = list(objs)
+        ids = [document.pk for document in documents]
+        counts = {
+            "documents": len(documents),
+            "pages": Page.objects.filter(document_id__in=ids).count(),
+            "chunks": Chunk.objects.filter(document_id__in=ids).count(),
+        }
+        perms_needed = set() if self.has_delete_permission(request) else {"document"}
+        return [str(document) for document in documents], counts, perms_needed, []
 
     def delete_model(self, request, obj):
         document_services.delete_document(document=obj)

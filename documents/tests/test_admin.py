@@ -547,6 +547,12 @@ def test_delete_removes_the_document_through_the_service(
     stored = Path(document.file.path)
     assert stored.exists() and document.pages.exists()
     before = Channel.objects.get(pk=channel.pk).corpus_version
+    confirm = admin_client.post(
+        reverse("admin:documents_document_changelist"),
+        {"action": "delete_selected", "_selected_action": [document.pk]},
+    )
+    assert confirm.status_code == 200
+    assert "Chunks: 1" in confirm.text and "Pages: 1" in confirm.text
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_client.post(
             reverse("admin:documents_document_changelist"),
@@ -684,3 +690,22 @@ def test_feedback_list_is_bounded(
         response = admin_client.get(reverse("admin:documents_feedback_changelist"))
     assert response.status_code == 200
     assert "150 feedback" in response.text
+
+
+def test_delete_page_of_one_document_uses_the_service(
+    admin_client, make_channel, django_capture_on_commit_callbacks
+):
+    """The document's own Delete page summarises what goes and deletes it."""
+    channel = make_channel()
+    document = make_document(channel)
+    Page.objects.create(document=document, number=1, text="one")
+    url = reverse("admin:documents_document_delete", args=[document.pk])
+    confirm = admin_client.get(url)
+    assert confirm.status_code == 200
+    assert "Pages: 1" in confirm.text
+    before = channel.corpus_version
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(url, {"post": "yes"})
+    assert response.status_code == 302
+    assert not Document.objects.exists()
+    assert Channel.objects.get(pk=channel.pk).corpus_version > before
