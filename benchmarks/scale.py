@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/scale.py [--chunks 1000000]
 
 Grows the chunk table of the benchmark database (QUIRE_DATABASE_NAME, default
-quire_bench) to at least --chunks rows with a synthetic channel: documents with a
+quire_scale) to at least --chunks rows with a synthetic channel: documents with a
 Zipf-distributed vocabulary, clustered unit vectors and metadata, bulk-loaded with
 COPY on Django's connection, keyword statistics filled like ingestion fills them.
 Then it times documents.search.service.retrieve_chunks per mode, with and without
@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-os.environ.setdefault("QUIRE_DATABASE_NAME", "quire_bench")
+os.environ.setdefault("QUIRE_DATABASE_NAME", "quire_scale")
 
 import django  # noqa: E402
 
@@ -159,35 +159,38 @@ def grow(target: int, rng: np.random.Generator) -> Channel:
                 batch_size=1000,
             )
             rows = []
-            for document, page in zip(documents, pages, strict=True):
-                cluster = rng.integers(CLUSTERS)
-                vectors = centroids[cluster] + 0.6 * rng.standard_normal(
-                    (CHUNKS_PER_DOCUMENT, DIMENSIONS)
-                ).astype(np.float32)
-                vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-                for order in range(CHUNKS_PER_DOCUMENT):
-                    length = int(rng.integers(*WORDS_PER_CHUNK))
-                    picks = rng.choice(VOCABULARY, size=length, p=zipf)
-                    text = " ".join(words[i] for i in picks)
-                    counts = Counter(word_lexemes[i] for i in picks)
-                    counts.pop("", None)
-                    vector, term_count = terms.weight_vector(counts, average)
-                    lengths_total += term_count
-                    frequencies.update(counts.keys())
-                    rows.append(
-                        (
-                            document.pk,
-                            page.pk,
-                            channel.pk,
-                            1,
-                            order,
-                            text,
-                            vectors[order],
-                            embedder_name,
-                            vector,
-                            term_count,
-                        )
+            chunk_total = count * CHUNKS_PER_DOCUMENT
+            lengths = rng.integers(*WORDS_PER_CHUNK, size=chunk_total)
+            picks = rng.choice(VOCABULARY, size=int(lengths.sum()), p=zipf)
+            ends = np.cumsum(lengths)
+            clusters = rng.integers(CLUSTERS, size=count)
+            vectors = np.repeat(centroids[clusters], CHUNKS_PER_DOCUMENT, axis=0)
+            vectors += 0.6 * rng.standard_normal(vectors.shape).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            for index in range(chunk_total):
+                document = documents[index // CHUNKS_PER_DOCUMENT]
+                page = pages[index // CHUNKS_PER_DOCUMENT]
+                chunk_words = picks[ends[index] - lengths[index] : ends[index]]
+                text = " ".join([words[i] for i in chunk_words])
+                counts = Counter([word_lexemes[i] for i in chunk_words])
+                counts.pop("", None)
+                vector, term_count = terms.weight_vector(counts, average)
+                lengths_total += term_count
+                frequencies.update(counts.keys())
+                rows.append(
+                    (
+                        document.pk,
+                        page.pk,
+                        channel.pk,
+                        1,
+                        index % CHUNKS_PER_DOCUMENT,
+                        text,
+                        vectors[index],
+                        embedder_name,
+                        vector,
+                        term_count,
                     )
+                )
             with connection.cursor() as cursor:
                 with cursor.cursor.copy(
                     f"COPY {Chunk._meta.db_table} (document_id, page_id, channel_id, "
@@ -223,8 +226,8 @@ def grow(target: int, rng: np.random.Generator) -> Channel:
         cursor.execute("SET max_parallel_maintenance_workers = 1")
         for definition in indexes:
             cursor.execute(definition)
-        cursor.execute(f"ANALYZE {Chunk._meta.db_table}")
-        cursor.execute(f"ANALYZE {Document._meta.db_table}")
+        cursor.execute(f"VACUUM ANALYZE {Chunk._meta.db_table}")
+        cursor.execute(f"VACUUM ANALYZE {Document._meta.db_table}")
     print(f"indexes rebuilt in {time.perf_counter() - started:.0f} s", flush=True)
     return channel
 

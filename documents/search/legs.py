@@ -2,17 +2,18 @@
 that returns [(chunk_id, score)] best first."""
 
 from django.db import connection
+from django.db.models import Sum
 
 from documents.models import Channel, Chunk, KeywordStatistics, TermStatistic
 from documents.search import terms
 
 # At or below this many chunks to search, the vector leg sorts them all exactly;
 # above it, the HNSW index is scanned iteratively until enough rows pass filters.
-EXACT_SCAN_MAX_CHUNKS = 20_000
+EXACT_SCAN_MAX_CHUNKS = 5_000
 # The keyword leg fetches candidates through the GIN index for the rarest query
 # terms whose chunk frequencies add up to at most this; commoner terms still count
 # in every candidate's score but no longer add candidates (their IDF is small).
-KEYWORD_CANDIDATE_BUDGET = 30_000
+KEYWORD_CANDIDATE_BUDGET = 10_000
 
 
 def _chunks(channel: Channel, documents, restricted: bool):
@@ -81,9 +82,8 @@ def vector_leg(
 
     Must run inside a transaction (the HNSW settings are SET LOCAL)."""
     chunks = _chunks(channel, documents, restricted).filter(embedding_model=model_name)
-    searchable = chunks.values("id")[: EXACT_SCAN_MAX_CHUNKS + 1].count()
-    if searchable == 0:
-        return []
+    # Document.chunk_count (kept by ingestion) sizes the set without touching chunks.
+    searchable = documents.aggregate(total=Sum("chunk_count"))["total"] or 0
     if searchable > EXACT_SCAN_MAX_CHUNKS:
         _configure_hnsw(candidates)
         ranked = _nearest(chunks, vector, candidates, exact=False)
