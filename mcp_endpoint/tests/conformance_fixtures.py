@@ -159,6 +159,9 @@ class SchemaTool(FixtureTool):
         model_config = ConfigDict(extra="forbid")
         name: str | None = None
         address: dict | None = None
+        contactMethod: str | None = None  # noqa: N815 (the fixture's own name)
+        phone: str | None = None
+        email: str | None = None
 
     def input_schema(self, channel) -> dict:
         return {
@@ -166,6 +169,7 @@ class SchemaTool(FixtureTool):
             "type": "object",
             "$defs": {
                 "address": {
+                    "$anchor": "addressDef",
                     "type": "object",
                     "properties": {
                         "street": {"type": "string"},
@@ -176,7 +180,17 @@ class SchemaTool(FixtureTool):
             "properties": {
                 "name": {"type": "string"},
                 "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string"},
             },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {
+                "properties": {"contactMethod": {"const": "phone"}},
+                "required": ["contactMethod"],
+            },
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
             "additionalProperties": False,
         }
 

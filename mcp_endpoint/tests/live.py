@@ -21,6 +21,7 @@ from django.db import connection
 from mcp_endpoint.tests.conformance_fixtures import CONFORMANCE_SLUG
 
 REPO = Path(__file__).resolve().parents[2]
+CONFORMANCE_KEY_NAME = "conformance suites"
 
 
 @dataclass
@@ -113,22 +114,29 @@ def new_conformance_key() -> str:
     return "qk_" + secrets.token_urlsafe(24)
 
 
+def ensure_conformance_channel(raw_key: str) -> None:
+    """The conformance channel, opened by `raw_key` (older conformance keys go)."""
+    from documents.models import ApiKey, Channel
+    from documents.services.channels import create_channel
+    from documents.services.keys import digest_key
+
+    channel = Channel.objects.filter(slug=CONFORMANCE_SLUG).first()
+    if channel is None:
+        channel = create_channel(slug=CONFORMANCE_SLUG, name="Conformance")
+    ApiKey.objects.filter(name=CONFORMANCE_KEY_NAME).delete()
+    key = ApiKey.objects.create(
+        name=CONFORMANCE_KEY_NAME, prefix=raw_key[:10], digest=digest_key(raw_key)
+    )
+    key.channels.set([channel])
+
+
 def create_live_data(conformance_key: str, password_file: Path) -> tuple[str, str]:
     """The demo channel (as `make run` loads it) and the conformance channel;
     returns (demo slug, demo key)."""
     from demo.loader import load_demo
-    from documents.models import ApiKey
-    from documents.services.channels import create_channel
-    from documents.services.keys import digest_key
 
     site = load_demo(password_file=password_file)
-    channel = create_channel(slug=CONFORMANCE_SLUG, name="Conformance")
-    key = ApiKey.objects.create(
-        name="conformance suites",
-        prefix=conformance_key[:10],
-        digest=digest_key(conformance_key),
-    )
-    key.channels.set([channel])
+    ensure_conformance_channel(conformance_key)
     return site.channel.slug, site.raw_key
 
 
