@@ -43,6 +43,10 @@ def build_messages(query: str, chunks: list[RetrievedChunk], fence: str) -> list
     ]
 
 
+class GenerationError(Exception):
+    """The chat model failed (unreachable, timed out, refused the key)."""
+
+
 class ChatGenerator:
     """Answers with a LangChain chat model; citations are the labels it writes
     that name a retrieved page."""
@@ -67,6 +71,12 @@ class ChatGenerator:
 
     def generate(self, query: str, chunks: list[RetrievedChunk]) -> Answer:
         fence = secrets.token_hex(8)
-        reply = self.model.invoke(build_messages(query, chunks, fence))
+        try:
+            reply = self.model.invoke(build_messages(query, chunks, fence))
+        except Exception as exc:
+            raise GenerationError(
+                f"The chat model did not answer ({type(exc).__name__}); "
+                "try again later or use retrieve_text_chunks."
+            ) from exc
         text = reply.content if isinstance(reply.content, str) else str(reply.content)
         return finish(text, cited_in(text, chunks))

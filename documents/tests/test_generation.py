@@ -7,7 +7,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from documents.generation import NO_REFERENCES, answer_question
+from documents.generation import NO_REFERENCES, GenerationError, answer_question
 from documents.generation.base import Answer, Citation
 from documents.generation.chat import ChatGenerator, fence_sources
 from documents.generation.extractive import ExtractiveGenerator
@@ -281,3 +281,19 @@ def test_answer_round_trips_through_dict():
     """Answer.as_dict / from_dict keep text and citations."""
     answer = Answer(text="x [Document 1, Page 1]", citations=[Citation(1, 1, 5, "q")])
     assert Answer.from_dict(answer.as_dict()) == answer
+
+
+def test_unreachable_chat_model_is_a_generation_error(guide):
+    """A chat endpoint that cannot be reached raises GenerationError, and nothing
+    is cached for the question."""
+    Channel.objects.filter(pk=guide.pk).update(
+        generator_kind=Channel.GeneratorKind.CHAT,
+        generator_base_url="http://127.0.0.1:9/v1",
+        generator_model="m",
+        generator_timeout=2,
+    )
+    guide.refresh_from_db()
+    with pytest.raises(GenerationError, match="did not answer"):
+        answer_question(guide, "When does unused leave expire?")
+    guide.generator_kind = Channel.GeneratorKind.EXTRACTIVE
+    assert answer_question(guide, "When does unused leave expire?").citations
