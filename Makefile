@@ -8,7 +8,7 @@ DATA ?= ../shared/data/scifact
 PYTHON_VERSION := $(shell cat .python-version)
 BOOTSTRAP_PYTHON := $(firstword $(wildcard $(HOME)/.pyenv/versions/$(PYTHON_VERSION)/bin/python) $(shell command -v python$(basename $(PYTHON_VERSION)) 2>/dev/null) $(shell command -v python3 2>/dev/null))
 
-.PHONY: install run test bench bench-scifact bench-ingest lint node
+.PHONY: install run test bench bench-scifact bench-scale bench-ingest lint node
 
 install: $(VENV)/.installed
 
@@ -37,6 +37,9 @@ lint: install
 
 bench-scifact: install
 	$(PY) benchmarks/scifact.py --data $(DATA)
+
+bench-scale: install
+	$(PY) benchmarks/scale.py
 
 bench-ingest: install
 	$(PY) benchmarks/ingest.py
