@@ -82,8 +82,7 @@ def vector_leg(
 
     Must run inside a transaction (the HNSW settings are SET LOCAL)."""
     chunks = _chunks(channel, documents, restricted).filter(embedding_model=model_name)
-    # Document.chunk_count (kept by ingestion) sizes the set without touching chunks.
-    searchable = documents.aggregate(total=Sum("chunk_count"))["total"] or 0
+    searchable = _searchable_size(channel, documents, restricted)
     if searchable > EXACT_SCAN_MAX_CHUNKS:
         _configure_hnsw(candidates)
         ranked = _nearest(chunks, vector, candidates, exact=False)
@@ -92,6 +91,21 @@ def vector_leg(
         if len(ranked) >= candidates:
             return ranked
     return _nearest(chunks, vector, candidates, exact=True)
+
+
+def _searchable_size(channel: Channel, documents, restricted: bool) -> int:
+    """How many chunks the vector leg ranks, without touching the chunk table:
+    the channel's keyword statistics, or Document.chunk_count (kept by ingestion)
+    of the matching documents."""
+    if not restricted:
+        total = (
+            KeywordStatistics.objects.filter(channel=channel)
+            .values_list("chunk_count", flat=True)
+            .first()
+        )
+        if total is not None:
+            return total
+    return documents.aggregate(total=Sum("chunk_count"))["total"] or 0
 
 
 def _nearest(
@@ -111,5 +125,8 @@ def _configure_hnsw(candidates: int) -> None:
             "SELECT set_config('hnsw.ef_search', %s, true), "
             "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
             "set_config('hnsw.max_scan_tuples', %s, true)",
-            [str(max(40, min(candidates, 1000))), str(max(20_000, candidates * 200))],
+            [
+                str(min(1000, max(100, 2 * candidates))),
+                str(max(20_000, candidates * 200)),
+            ],
         )

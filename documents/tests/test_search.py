@@ -277,3 +277,18 @@ def test_retrieval_runs_a_fixed_number_of_queries(wiki, django_assert_max_num_qu
             wiki, "laptop badge lunch", metadata_filter={"year": {"min": 2000}}
         )
     assert len(results) >= 3
+
+
+def test_common_terms_score_but_do_not_add_candidates(
+    make_channel, fake_embedder, monkeypatch
+):
+    """Past the candidate budget, commoner query terms stop adding candidates yet
+    still count in the BM25 score of the candidates the rarer terms found."""
+    monkeypatch.setattr(legs, "KEYWORD_CANDIDATE_BUDGET", 3)
+    channel = make_channel(slug="budget", retriever_mode="keyword")
+    for index in range(6):
+        add_document(channel, title=f"common {index}", pages=[f"harbour note {index}"])
+    add_document(channel, title="both", pages=["lighthouse harbour"])
+    add_document(channel, title="rare only", pages=["lighthouse keeper"])
+    results = retrieve_chunks(channel, "lighthouse harbour", limit=10)
+    assert [r.document_title for r in results] == ["both", "rare only"]
