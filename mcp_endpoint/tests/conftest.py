@@ -157,13 +157,21 @@ class McpClient:
 
     def post(self, body, headers: dict | None = None, **extra):
         data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-        return async_to_sync(self.client.post)(
-            self.path,
-            data=data,
-            content_type=extra.pop("content_type", "application/json"),
-            headers=headers if headers is not None else self.headers(),
-            **extra,
-        )
+
+        async def post():
+            response = await self.client.post(
+                self.path,
+                data=data,
+                content_type=extra.pop("content_type", "application/json"),
+                headers=headers if headers is not None else self.headers(),
+                **extra,
+            )
+            if response.streaming:  # read SSE in the loop that produces it
+                chunks = [chunk async for chunk in response.streaming_content]
+                response.stream_body = b"".join(chunks)
+            return response
+
+        return async_to_sync(post)()
 
     def send(self, method: str, params: dict | None = None, **header_overrides):
         params = params or {}
