@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.db.models import F, OrderBy
 
-from documents.filters import compile_filter, filter_fields
+from documents.filters import filter_fields
 from documents.models import Channel, Document, MetadataField
 
 # newest_sort may also name these columns of Document, besides metadata fields.
@@ -34,8 +34,9 @@ def list_documents(
     """
     limit = max(1, min(int(limit), settings.MCP_LIST_LIMIT_MAX))
     offset = max(0, int(offset))
-    condition = compile_filter(channel, metadata_filter)
-    documents = Document.objects.for_channel(channel).ready().filter(condition)
+    documents = (
+        Document.objects.for_channel(channel).ready().matching(channel, metadata_filter)
+    )
     total = documents.count()
     page = documents.order_by(*document_ordering(channel, newest_first)).only(
         "id", "title", "original_filename", "page_count", "metadata"

@@ -14,6 +14,12 @@ class DocumentQuerySet(models.QuerySet):
     def ready(self):
         return self.filter(status="ready")
 
+    def matching(self, channel, metadata_filter: dict | None):
+        """Documents matching a channel's `metadata_filter` (FilterError if bad)."""
+        from documents.filters import compile_filter
+
+        return self.filter(compile_filter(channel, metadata_filter))
+
 
 class MatchesTsquery(Func):
     """`search_vector @@ '<lexemes>'::tsquery`: the lexemes are used as given
