@@ -43,6 +43,28 @@ class ParsedDocument:
     def has_text(self) -> bool:
         return any(page.has_text for page in self.pages)
 
+    def status_note(self) -> str:
+        """What a person should know about a readable file: no extractable text
+        (scanned, or blank) and the damage met while reading it; "" if none."""
+        notes: list[str] = []
+        if not self.has_text:
+            if any(page.has_images for page in self.pages):
+                notes.append(
+                    "No extractable text: the pages are scanned images and OCR is "
+                    "not available. The page images can still be viewed."
+                )
+            else:
+                notes.append(
+                    "No extractable text: the pages are blank or their text is "
+                    "drawn as shapes, and OCR is not available."
+                )
+        if self.warnings:
+            notes.append(
+                "The file is damaged; what could be read was kept. "
+                + "; ".join(self.warnings)
+            )
+        return " ".join(notes)
+
 
 # PDFium marks a hyphen that breaks a word at a line end with U+0002.
 _BROKEN_WORD = re.compile(r"\x02[ \t]*\n[ \t]*")

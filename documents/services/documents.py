@@ -4,25 +4,27 @@ The admin, the API, the `ingest` command and the background task all call these
 functions, so every path validates and stores documents the same way.
 """
 
-import hashlib
 import logging
-import secrets
-import shutil
 import tempfile
-from collections.abc import Iterable
 from functools import partial
 from pathlib import Path, PurePath
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files import File
-from django.core.files.storage import default_storage
 from django.db import transaction
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
 from documents.ingestion import embeddings
 from documents.ingestion.chunking import TextChunk, chunk_pages
+from documents.ingestion.files import (
+    delete_files,
+    local_copy,
+    page_image_names,
+    sha256_of,
+    store_page_images,
+)
 from documents.ingestion.parsed import ParsedDocument, UnreadableFile
 from documents.ingestion.parsers import (
     SUPPORTED_DESCRIPTION,
@@ -30,7 +32,7 @@ from documents.ingestion.parsers import (
     resolve_content_type,
 )
 from documents.metadata import clean_metadata
-from documents.models import Channel, Chunk, Document, Page, page_image_upload_to
+from documents.models import Channel, Chunk, Document, Page
 from documents.search import indexing
 from documents.services.channels import bump_corpus_version
 
@@ -111,7 +113,7 @@ def create_document(
         original_filename=name[:255],
         content_type=canonical_type,
         size=size,
-        sha256=_sha256(file),
+        sha256=sha256_of(file),
         metadata=cleaned,
         status=Status.PENDING,
     )
@@ -149,11 +151,11 @@ def delete_document(*, document: Document) -> None:
             .select_related("channel")
             .get(pk=document.pk)
         )
-        names = [locked.file.name, *_page_image_names(locked)]
+        names = [locked.file.name, *page_image_names(locked)]
         indexing.forget_chunks(locked.channel, locked.pk)
         locked.delete()
         bump_corpus_version(channel_id=locked.channel_id)
-        transaction.on_commit(partial(_delete_files, names))
+        transaction.on_commit(partial(delete_files, names))
 
 
 def ingest_document(*, document_id: int) -> Document:
@@ -179,7 +181,7 @@ def ingest_document(*, document_id: int) -> Document:
         with tempfile.TemporaryDirectory(prefix="quire-ingest-") as tmp:
             work_dir = Path(tmp)
             parsed = parse_file(
-                _local_copy(document, work_dir),
+                local_copy(document, work_dir),
                 document.content_type,
                 work_dir=work_dir,
             )
@@ -189,7 +191,7 @@ def ingest_document(*, document_id: int) -> Document:
                 chunk_overlap=settings.CHUNK_OVERLAP,
             )
             vectors, model_name = _embed(chunks)
-            new_images = _store_page_images(document, parsed)
+            new_images = store_page_images(document, parsed)
         return _replace_content(
             document_id,
             parsed=parsed,
@@ -199,17 +201,17 @@ def ingest_document(*, document_id: int) -> Document:
             images=new_images,
         )
     except Document.DoesNotExist:
-        _delete_files(new_images.values())
+        delete_files(new_images.values())
         raise
     except UnreadableFile as exc:
-        _delete_files(new_images.values())
+        delete_files(new_images.values())
         return _mark_failed(document_id, exc.reason)
     except _EmbeddingFailed:
-        _delete_files(new_images.values())
+        delete_files(new_images.values())
         return _mark_failed(document_id, EMBEDDING_ERROR_REASON)
     except Exception:
         logger.exception("Ingesting document %s failed", document_id)
-        _delete_files(new_images.values())
+        delete_files(new_images.values())
         return _mark_failed(document_id, INTERNAL_ERROR_REASON)
 
 
@@ -221,15 +223,6 @@ def _enqueue(document_id: int) -> None:
     from documents.tasks import ingest_document_task
 
     ingest_document_task.enqueue(document_id)
-
-
-def _sha256(file: File) -> str:
-    digest = hashlib.sha256()
-    file.seek(0)
-    for block in file.chunks():
-        digest.update(block)
-    file.seek(0)
-    return digest.hexdigest()
 
 
 def _metadata_title(fields, metadata: dict) -> str:
@@ -250,17 +243,6 @@ def _start_processing(document_id: int) -> Document:
     return document
 
 
-def _local_copy(document: Document, work_dir: Path) -> Path:
-    """A path to the original on local disk (copied when storage is remote)."""
-    try:
-        return Path(document.file.path)
-    except NotImplementedError:
-        target = work_dir / f"original{PurePath(document.file.name).suffix}"
-        with document.file.open("rb") as source, target.open("wb") as out:
-            shutil.copyfileobj(source, out)
-        return target
-
-
 def _embed(chunks: list[TextChunk]) -> tuple[list, str]:
     if not chunks:
         return [], ""
@@ -271,28 +253,6 @@ def _embed(chunks: list[TextChunk]) -> tuple[list, str]:
         logger.exception("Embedding %d chunks failed", len(chunks))
         raise _EmbeddingFailed from exc
     return vectors, embedder.model_name
-
-
-def _store_page_images(document: Document, parsed: ParsedDocument) -> dict[int, str]:
-    """Save rendered pages under names unique to this ingestion, so the previous
-    version's images stay valid until the replacement commits. Returns the stored
-    name of each page's image by page number."""
-    token = secrets.token_hex(4)
-    names: dict[int, str] = {}
-    try:
-        for page in parsed.pages:
-            if page.image_path is None:
-                continue
-            target = page_image_upload_to(
-                Page(document=document, number=page.number),
-                f"page-{page.number:05d}-{token}.png",
-            )
-            with page.image_path.open("rb") as handle:
-                names[page.number] = default_storage.save(target, File(handle))
-    except BaseException:
-        _delete_files(names.values())
-        raise
-    return names
 
 
 def _replace_content(
@@ -311,7 +271,7 @@ def _replace_content(
             .get(pk=document_id)
         )
         channel = document.channel
-        old_images = _page_image_names(document)
+        old_images = page_image_names(document)
         indexing.forget_chunks(channel, document.pk)
         Chunk.objects.filter(document=document).delete()
         Page.objects.filter(document=document).delete()
@@ -351,36 +311,15 @@ def _replace_content(
                 or document.original_filename
             )[:500]
         document.status = Status.READY
-        document.status_reason = _ready_reason(parsed)
+        document.status_reason = parsed.status_note()[:MAX_REASON_CHARS]
         document.has_text = parsed.has_text
         document.page_count = len(pages)
         document.chunk_count = len(new_chunks)
         document.ingested_at = timezone.now()
         document.save()
         bump_corpus_version(channel_id=channel.pk)
-        transaction.on_commit(partial(_delete_files, old_images))
+        transaction.on_commit(partial(delete_files, old_images))
     return document
-
-
-def _ready_reason(parsed: ParsedDocument) -> str:
-    reasons: list[str] = []
-    if not parsed.has_text:
-        if any(page.has_images for page in parsed.pages):
-            reasons.append(
-                "No extractable text: the pages are scanned images and OCR is not "
-                "available. The page images can still be viewed."
-            )
-        else:
-            reasons.append(
-                "No extractable text: the pages are blank or their text is drawn "
-                "as shapes, and OCR is not available."
-            )
-    if parsed.warnings:
-        reasons.append(
-            "The file is damaged; what could be read was kept. "
-            + "; ".join(parsed.warnings)
-        )
-    return " ".join(reasons)[:MAX_REASON_CHARS]
 
 
 def _mark_failed(document_id: int, reason: str) -> Document:
@@ -390,23 +329,3 @@ def _mark_failed(document_id: int, reason: str) -> Document:
         document.status_reason = reason[:MAX_REASON_CHARS]
         document.save(update_fields=["status", "status_reason", "updated_at"])
     return document
-
-
-def _page_image_names(document: Document) -> list[str]:
-    return [
-        name
-        for name in Page.objects.filter(document=document).values_list(
-            "image", flat=True
-        )
-        if name
-    ]
-
-
-def _delete_files(names: Iterable[str]) -> None:
-    for name in names:
-        if not name:
-            continue
-        try:
-            default_storage.delete(name)
-        except Exception:
-            logger.warning("Could not delete stored file %s", name, exc_info=True)
