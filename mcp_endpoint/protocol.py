@@ -410,6 +410,8 @@ async def handle_tools_call(params: dict, ctx: CallContext) -> dict:
         result = await tool.run(args, ctx)
     except ToolError as exc:
         result = ToolResult([text_block(str(exc))], is_error=True)
+    except JsonRpcError:
+        raise
     except Exception:
         logger.exception("Tool %s failed in channel %s", name, ctx.channel.slug)
         result = ToolResult(
@@ -468,7 +470,10 @@ async def handle_prompts_get(params: dict, ctx: CallContext) -> dict:
     arguments = params.get("arguments") or {}
     if not isinstance(arguments, dict):
         raise JsonRpcError(INVALID_PARAMS, "arguments must be an object")
-    result: dict[str, Any] = {"messages": await prompt.get(arguments, ctx)}
+    messages = await prompt.get(arguments, ctx)
+    if isinstance(messages, dict):
+        return messages
+    result: dict[str, Any] = {"messages": messages}
     description = prompt.description(ctx.channel)
     if description:
         result["description"] = description
@@ -582,6 +587,16 @@ async def handle_post(
 
     meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
     progress_token = meta.get("progressToken")
+    input_responses = params.get("inputResponses")
+    request_state = params.get("requestState")
+    if not isinstance(input_responses, (dict, type(None))) or not isinstance(
+        request_state, (str, type(None))
+    ):
+        error = JsonRpcError(
+            INVALID_PARAMS, "inputResponses must be an object, requestState a string"
+        )
+        status = 400 if era == "modern" else 200
+        return error_reply(request_id, error, status=status, method=method)
     ctx = CallContext(
         channel=channel,
         api_key=api_key,
@@ -592,6 +607,8 @@ async def handle_post(
         progress_token=progress_token if _valid_id(progress_token) else None,
         log_level=meta.get(META_LOG_LEVEL),
         emit=emit,
+        input_responses=input_responses,
+        request_state=request_state,
     )
     tool_name = params.get("name", "") if method == "tools/call" else ""
     entry = METHODS.get(method)

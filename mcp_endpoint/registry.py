@@ -54,6 +54,10 @@ class CallContext:
     progress_token: str | int | None = None
     log_level: str | None = None
     emit: Callable[[dict], Awaitable[None]] | None = None
+    # Multi round-trip requests (2026-07-28): the client's answers to the input
+    # requests of an earlier `input_required` result, and the state it echoes.
+    input_responses: dict | None = None
+    request_state: str | None = None
 
     async def notify(self, method: str, params: dict) -> None:
         if self.emit is not None:
@@ -297,8 +301,8 @@ class Prompt:
             definition["arguments"] = self.arguments
         return definition
 
-    async def get(self, arguments: dict, ctx: CallContext) -> list[dict]:
-        """The prompt's `messages`."""
+    async def get(self, arguments: dict, ctx: CallContext) -> list[dict] | dict:
+        """The prompt's `messages`, or a whole result (an `input_required` one)."""
         raise NotImplementedError
 
     async def complete(self, argument: str, value: str, ctx: CallContext) -> list[str]:

@@ -149,3 +149,35 @@ def test_fixtures_stay_out_of_other_channels(mcp_any, fixtures_in_handbook, pape
     assert not any(name.startswith("test_") for name in names)
     handbook_names = [t["name"] for t in mcp_any.result("tools/list")["tools"]]
     assert "test_simple_text" in handbook_names
+
+
+def test_multi_round_trip_keeps_signed_state(mcp, fixtures_in_handbook):
+    """An input_required result carries signed requestState; the retry with the
+    answers completes it, and a tampered state is -32602."""
+    name = "test_input_required_result_request_state"
+    first = mcp.call_tool(name)
+    assert first["resultType"] == "input_required"
+    state = first["requestState"]
+    answer = {"confirm": {"action": "accept", "content": {"ok": True}}}
+    params = {"name": name, "arguments": {}, "inputResponses": answer}
+    done = mcp.result("tools/call", {**params, "requestState": state})
+    assert "state-ok" in done["content"][0]["text"]
+    status, error = mcp.error("tools/call", {**params, "requestState": state + "x"})
+    assert (status, error["code"]) == (400, -32602)
+
+
+def test_prompt_can_ask_for_input(mcp, fixtures_in_handbook):
+    """prompts/get may answer input_required, then the messages."""
+    name = "test_input_required_result_prompt"
+    first = mcp.result("prompts/get", {"name": name})
+    assert first["resultType"] == "input_required"
+    answer = {"user_context": {"action": "accept", "content": {"context": "HR"}}}
+    done = mcp.result("prompts/get", {"name": name, "inputResponses": answer})
+    assert done["messages"][0]["content"]["text"] == "Use this context: HR"
+
+
+def test_malformed_input_responses_are_invalid_params(mcp, fixtures_in_handbook):
+    """inputResponses that is not an object is -32602."""
+    params = {"name": "test_simple_text", "arguments": {}, "inputResponses": [1]}
+    status, error = mcp.error("tools/call", params)
+    assert (status, error["code"]) == (400, -32602)
