@@ -91,8 +91,8 @@ def ingest(channel: Channel, corpus: list[dict], path: str) -> None:
                 content_type="text/plain",
             )
             ingest_document(document_id=document.pk)
-            if index % 500 == 0:
-                print(f"  ingested {index}/{len(corpus)}", file=sys.stderr)
+            if index % 250 == 0:
+                print(f"  ingested {index}/{len(corpus)}", file=sys.stderr, flush=True)
     else:
         from documents.search.testing import add_documents
 
@@ -118,6 +118,8 @@ def ingest(channel: Channel, corpus: list[dict], path: str) -> None:
 
 
 def prepare_channel(corpus: list[dict]) -> Channel:
+    """The benchmark channel for this corpus, ingesting whatever is missing (a
+    run that was stopped resumes where it stopped)."""
     from documents.services.channels import create_channel
 
     path = ingestion_path()
@@ -128,14 +130,25 @@ def prepare_channel(corpus: list[dict]) -> Channel:
     digest.update(embeddings.get_embedder().model_name.encode())
     slug = f"scifact-{digest.hexdigest()[:12]}"
     channel = Channel.objects.filter(slug=slug).first()
-    if channel is not None:
-        ready = Document.objects.for_channel(channel).ready().count()
-        if ready == len(corpus):
-            print(f"reusing channel {slug} ({ready} documents)", file=sys.stderr)
-            return channel
-        channel.delete()
-    channel = create_channel(slug=slug, name="SciFact benchmark")
-    ingest(channel, corpus, path)
+    if channel is None:
+        channel = create_channel(slug=slug, name="SciFact benchmark")
+    documents = Document.objects.for_channel(channel)
+    unfinished = documents.exclude(status=Document.Status.READY)
+    if path == "services" and unfinished.exists():
+        from documents.services.documents import ingest_document
+
+        for pk in unfinished.values_list("id", flat=True):
+            ingest_document(document_id=pk)
+    present = set(documents.values_list("original_filename", flat=True))
+    missing = [item for item in corpus if f"{item['_id']}.txt" not in present]
+    if missing:
+        print(
+            f"channel {slug}: ingesting {len(missing)} of {len(corpus)} documents",
+            file=sys.stderr,
+        )
+        ingest(channel, missing, path)
+    else:
+        print(f"reusing channel {slug} ({len(corpus)} documents)", file=sys.stderr)
     return channel
 
 
