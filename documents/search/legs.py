@@ -1,8 +1,10 @@
 """The two retrieval legs. Each is one index-friendly query with its own LIMIT
 that returns [(chunk_id, score)] best first."""
 
+from dataclasses import dataclass
+
 from django.db import connection
-from django.db.models import Sum
+from django.db.models import QuerySet, Sum
 
 from documents.models import Channel, Chunk, KeywordStatistics, TermStatistic
 from documents.search import terms
@@ -16,11 +18,41 @@ EXACT_SCAN_MAX_CHUNKS = 5_000
 KEYWORD_CANDIDATE_BUDGET = 10_000
 
 
-def _chunks(channel: Channel, documents, restricted: bool):
-    chunks = Chunk.objects.for_channel(channel)
-    if restricted:
-        return chunks.in_documents(documents)
-    return chunks.searchable()
+@dataclass
+class Scope:
+    """What one search covers: the ready documents searched, whether a filter or
+    document ids restrict them, and about how many chunks they hold."""
+
+    channel: Channel
+    documents: QuerySet
+    restricted: bool
+    size: int
+
+    @classmethod
+    def of(cls, channel: Channel, documents: QuerySet, restricted: bool) -> "Scope":
+        return cls(
+            channel, documents, restricted, _scope_size(channel, documents, restricted)
+        )
+
+    def chunks(self) -> QuerySet:
+        chunks = Chunk.objects.for_channel(self.channel)
+        if self.restricted:
+            return chunks.in_documents(self.documents)
+        return chunks.searchable()
+
+
+def _scope_size(channel: Channel, documents: QuerySet, restricted: bool) -> int:
+    """Chunks in scope, without touching the chunk table: the channel's keyword
+    statistics, or Document.chunk_count (kept by ingestion) of the documents."""
+    if not restricted:
+        total = (
+            KeywordStatistics.objects.filter(channel=channel)
+            .values_list("chunk_count", flat=True)
+            .first()
+        )
+        if total is not None:
+            return total
+    return documents.aggregate(total=Sum("chunk_count"))["total"] or 0
 
 
 def query_terms(channel: Channel, query: str) -> tuple[dict[str, tuple[int, int]], int]:
@@ -42,47 +74,76 @@ def query_terms(channel: Channel, query: str) -> tuple[dict[str, tuple[int, int]
     return {row[0]: (row[1], row[2]) for row in rows}, chunk_count
 
 
-def keyword_leg(
-    channel: Channel, query: str, documents, restricted: bool, candidates: int
-) -> list[tuple[int, float]]:
+def keyword_leg(scope: Scope, query: str, candidates: int) -> list[tuple[int, float]]:
     """BM25 ranking: GIN-indexed lexeme match, ordered by Chunk.terms · IDF."""
-    lexemes, chunk_count = query_terms(channel, query)
-    present = {lex: v for lex, v in lexemes.items() if v[1] > 0}
+    lexemes, chunk_count = query_terms(scope.channel, query)
+    present = {lexeme: v[1] for lexeme, v in lexemes.items() if v[1] > 0}
     if not present:
         return []
     weights = {
-        lexeme: query_frequency * terms.idf(frequency, chunk_count)
-        for lexeme, (query_frequency, frequency) in present.items()
+        lexeme: lexemes[lexeme][0] * terms.idf(frequency, chunk_count)
+        for lexeme, frequency in present.items()
     }
-    chosen: list[str] = []
-    total = 0
-    for lexeme in sorted(present, key=lambda lex: present[lex][1]):
-        frequency = present[lexeme][1]
-        if chosen and total + frequency > KEYWORD_CANDIDATE_BUDGET:
-            break
+    budget = float(KEYWORD_CANDIDATE_BUDGET)
+    if scope.restricted:
+        # The budget counts chunks that pass the filter, not the whole channel.
+        budget *= max(chunk_count, 1) / max(scope.size, 1)
+    chosen, operator = candidate_terms(present, chunk_count, budget)
+    query_vector = terms.query_vector(weights)
+
+    def ranked(lexemes: list[str], operator: str) -> list[tuple[int, float]]:
+        rows = (
+            scope.chunks()
+            .keyword_ranked(terms.tsquery_text(lexemes, operator), query_vector)
+            .values_list("id", "bm25")[:candidates]
+        )
+        return list(rows)
+
+    results = ranked(chosen, operator)
+    if not results and operator == "&":
+        results = ranked(chosen[:1], "|")
+    return results
+
+
+def candidate_terms(
+    frequencies: dict[str, int], chunk_count: int, budget: float
+) -> tuple[list[str], str]:
+    """The query lexemes that fetch candidates, and how they combine.
+
+    Rarest first, OR-ed while their chunk frequencies add up to at most `budget`:
+    commoner terms have small IDFs and still count in every candidate's score.
+    When even the rarest is commoner than the budget, candidates are the chunks
+    holding all of the rarest few (AND), as many as it takes to bring the expected
+    count under the budget.
+    """
+    ordered = sorted(frequencies, key=lambda lexeme: (frequencies[lexeme], lexeme))
+    if frequencies[ordered[0]] <= budget:
+        chosen: list[str] = []
+        total = 0
+        for lexeme in ordered:
+            if chosen and total + frequencies[lexeme] > budget:
+                break
+            chosen.append(lexeme)
+            total += frequencies[lexeme]
+        return chosen, "|"
+    chosen = []
+    expected = float(max(chunk_count, 1))
+    for lexeme in ordered:
         chosen.append(lexeme)
-        total += frequency
-    ranked = (
-        _chunks(channel, documents, restricted)
-        .keyword_ranked(terms.tsquery_text(chosen), terms.query_vector(weights))
-        .values_list("id", "bm25")[:candidates]
-    )
-    return [(chunk_id, score) for chunk_id, score in ranked]
+        expected *= frequencies[lexeme] / max(chunk_count, 1)
+        if expected <= budget:
+            break
+    return chosen, "&"
 
 
 def vector_leg(
-    channel: Channel,
-    vector: list[float],
-    model_name: str,
-    documents,
-    restricted: bool,
-    candidates: int,
+    scope: Scope, vector: list[float], model_name: str, candidates: int
 ) -> list[tuple[int, float]]:
     """Cosine ranking; exact over small sets, iterative HNSW scan over large ones.
 
     Must run inside a transaction (the HNSW settings are SET LOCAL)."""
-    chunks = _chunks(channel, documents, restricted).filter(embedding_model=model_name)
-    searchable = _searchable_size(channel, documents, restricted)
+    chunks = scope.chunks().filter(embedding_model=model_name)
+    searchable = scope.size
     if searchable > EXACT_SCAN_MAX_CHUNKS:
         _configure_hnsw(candidates)
         ranked = _nearest(chunks, vector, candidates, exact=False)
@@ -91,21 +152,6 @@ def vector_leg(
         if len(ranked) >= candidates:
             return ranked
     return _nearest(chunks, vector, candidates, exact=True)
-
-
-def _searchable_size(channel: Channel, documents, restricted: bool) -> int:
-    """How many chunks the vector leg ranks, without touching the chunk table:
-    the channel's keyword statistics, or Document.chunk_count (kept by ingestion)
-    of the matching documents."""
-    if not restricted:
-        total = (
-            KeywordStatistics.objects.filter(channel=channel)
-            .values_list("chunk_count", flat=True)
-            .first()
-        )
-        if total is not None:
-            return total
-    return documents.aggregate(total=Sum("chunk_count"))["total"] or 0
 
 
 def _nearest(

@@ -9,7 +9,7 @@ from documents.filters import compile_filter
 from documents.ingestion import embeddings
 from documents.models import Channel, Chunk, Document
 from documents.search.fusion import reciprocal_rank_fusion
-from documents.search.legs import keyword_leg, vector_leg
+from documents.search.legs import Scope, keyword_leg, vector_leg
 
 
 @dataclass
@@ -56,23 +56,15 @@ def retrieve_chunks(
     mode = channel.retriever_mode
     candidates = max(channel.retriever_candidates, limit)
     rankings: list[list[tuple[int, float]]] = []
+    if mode in (Channel.RetrieverMode.VECTOR, Channel.RetrieverMode.HYBRID):
+        embedder = embeddings.get_embedder()
+        vector = embedder.embed_query(query)
+    scope = Scope.of(channel, documents, restricted)
     with transaction.atomic():
         if mode in (Channel.RetrieverMode.KEYWORD, Channel.RetrieverMode.HYBRID):
-            rankings.append(
-                keyword_leg(channel, query, documents, restricted, candidates)
-            )
+            rankings.append(keyword_leg(scope, query, candidates))
         if mode in (Channel.RetrieverMode.VECTOR, Channel.RetrieverMode.HYBRID):
-            vector = embeddings.get_embedder().embed_query(query)
-            rankings.append(
-                vector_leg(
-                    channel,
-                    vector,
-                    embeddings.get_embedder().model_name,
-                    documents,
-                    restricted,
-                    candidates,
-                )
-            )
+            rankings.append(vector_leg(scope, vector, embedder.model_name, candidates))
     if len(rankings) == 1:
         ranked = rankings[0][:limit]
     else:

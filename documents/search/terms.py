@@ -77,10 +77,11 @@ def query_vector(weights: dict[str, float]) -> SparseVector:
     return SparseVector(vector, TERM_DIMENSIONS)
 
 
-def tsquery_text(lexemes: list[str]) -> str:
-    """`'a' | 'b'` for a ::tsquery cast: lexemes quoted, never re-normalised."""
+def tsquery_text(lexemes: list[str], operator: str = "|") -> str:
+    """`'a' | 'b'` (or `&`) for a ::tsquery cast: lexemes quoted, never
+    re-normalised."""
     quoted = []
     for lexeme in lexemes:
         escaped = lexeme.replace("\\", "\\\\").replace("'", "''")
         quoted.append(f"'{escaped}'")
-    return " | ".join(quoted)
+    return f" {operator} ".join(quoted)

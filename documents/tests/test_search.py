@@ -292,3 +292,29 @@ def test_common_terms_score_but_do_not_add_candidates(
     add_document(channel, title="rare only", pages=["lighthouse keeper"])
     results = retrieve_chunks(channel, "lighthouse harbour", limit=10)
     assert [r.document_title for r in results] == ["both", "rare only"]
+
+
+def test_candidate_terms_or_rare_terms_and_common_ones():
+    """Rare terms are OR-ed up to the budget; when every term is common the
+    candidates are chunks holding all of the rarest few."""
+    frequencies = {"rare": 5, "mid": 40, "common": 900}
+    assert legs.candidate_terms(frequencies, 1000, 50) == (["rare", "mid"], "|")
+    assert legs.candidate_terms(frequencies, 1000, 5) == (["rare"], "|")
+    common = {"a": 600, "b": 500, "c": 900}
+    assert legs.candidate_terms(common, 1000, 100) == (["b", "a", "c"], "&")
+    assert legs.candidate_terms(common, 1000, 400) == (["b", "a"], "&")
+
+
+def test_all_common_terms_still_find_chunks(make_channel, fake_embedder, monkeypatch):
+    """A query of only common terms finds the chunks holding them all, or the
+    rarest one when none holds them all."""
+    monkeypatch.setattr(legs, "KEYWORD_CANDIDATE_BUDGET", 1)
+    channel = make_channel(slug="common", retriever_mode="keyword")
+    for index in range(4):
+        add_document(channel, title=f"a{index}", pages=[f"river delta {index}"])
+    add_document(channel, title="both", pages=["river delta basin"])
+    add_document(channel, title="basin", pages=["basin"])
+    results = retrieve_chunks(channel, "river basin", limit=10)
+    assert [r.document_title for r in results] == ["both"]
+    results = retrieve_chunks(channel, "delta plateau basin", limit=10)
+    assert results[0].document_title == "both"
