@@ -117,12 +117,18 @@ def parse_pdf(
             "damaged or too complex."
         ) from None
     if completed.returncode != 0:
+        stderr = completed.stderr.decode(errors="replace")
         logger.warning(
             "PDF reader exited with %s on %s: %s",
             completed.returncode,
             path,
-            completed.stderr.decode(errors="replace")[-2000:],
+            stderr[-2000:],
         )
+        if "MemoryError" in stderr:
+            raise UnreadableFile(
+                f"Reading the PDF needed more than {memory_mb} MB of memory; it may "
+                "be damaged or too complex."
+            )
         raise UnreadableFile(REASONS["crashed"])
     result = json.loads(completed.stdout)
     if error := result.get("error"):

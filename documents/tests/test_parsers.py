@@ -112,6 +112,15 @@ def test_pdf_reader_time_limit(tmp_path):
     assert "longer than" in excinfo.value.reason
 
 
+def test_a_failing_reader_fails_only_its_document(tmp_path):
+    """When the reader process dies (here: too little memory to even load
+    PDFium), parsing raises UnreadableFile instead of taking the caller down."""
+    path = _write(tmp_path, "a.pdf", make_pdf(["text"]))
+    with pytest.raises(UnreadableFile) as excinfo:
+        _parse_pdf(path, tmp_path, memory_mb=20)
+    assert "crashed" in excinfo.value.reason or "memory" in excinfo.value.reason
+
+
 def test_pdf_title_comes_from_the_document_information(tmp_path):
     """The PDF's Title entry becomes the parsed title."""
     path = _write(tmp_path, "t.pdf", make_pdf(["x"], title="Annual Report 2024"))
