@@ -28,6 +28,7 @@ from django.views.decorators.csrf import csrf_exempt
 from documents.models import Channel
 from documents.services.keys import KeyRejected, aauthenticate_api_key
 from mcp_endpoint import auth, citations, protocol
+from mcp_endpoint.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST
 from mcp_endpoint.ratelimit import ahit_rate_limit
 
 logger = logging.getLogger("mcp_endpoint")
@@ -101,7 +102,7 @@ async def mcp(request: HttpRequest, channel_slug: str) -> HttpResponse:
         response, outcome = await _serve(request, channel_slug, log)
     except Exception:
         logger.exception("MCP request to %s failed", channel_slug)
-        response = _refusal(500, protocol.INTERNAL_ERROR, "Internal error")
+        response = _refusal(500, INTERNAL_ERROR, "Internal error")
         outcome = "crash"
     if outcome:  # streamed answers log when their stream ends
         log.write(response.status_code, outcome)
@@ -120,7 +121,7 @@ async def _serve(
         return response, "method refused"
     channel = await Channel.objects.filter(slug=channel_slug).afirst()
     if channel is None:
-        return _refusal(404, protocol.INVALID_REQUEST, "No channel here"), "no channel"
+        return _refusal(404, INVALID_REQUEST, "No channel here"), "no channel"
     try:
         api_key = await aauthenticate_api_key(
             auth.api_key_from(request), channel=channel
@@ -144,18 +145,16 @@ async def _serve(
         if int(request.headers.get("Content-Length") or 0) > limit:
             return too_large, "too large"
     except ValueError:
-        return _refusal(
-            400, protocol.INVALID_REQUEST, "Bad Content-Length"
-        ), "bad request"
+        return _refusal(400, INVALID_REQUEST, "Bad Content-Length"), "bad request"
     accept = request.headers.get("Accept", "*/*")
     if not _accepts(accept, "application/json"):
         return _refusal(
-            406, protocol.INVALID_REQUEST, "Accept application/json"
+            406, INVALID_REQUEST, "Accept application/json"
         ), "not acceptable"
     content_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
     if content_type != "application/json":
         message = "Content-Type must be application/json"
-        return _refusal(415, protocol.INVALID_REQUEST, message), "bad content type"
+        return _refusal(415, INVALID_REQUEST, message), "bad content type"
     try:
         body = request.body
     except RequestDataTooBig:

@@ -1,0 +1,192 @@
+"""JSON-RPC for MCP: era selection, the 2026-07-28 validation ladder, dispatch, errors.
+
+One stateless endpoint speaks both eras (see ../shared/MCP_PROTOCOL.md): the
+handshake era (2024-11-05 … 2025-11-25) and 2026-07-28, chosen per request from
+the `MCP-Protocol-Version` header and the body's `_meta`.
+"""
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from documents.models import ApiKey, Channel
+from mcp_endpoint.protocol.eras import (
+    LATEST_LEGACY_VERSION,
+    META_LOG_LEVEL,
+    META_SERVER_INFO,
+    MODERN_VERSIONS,
+    run_modern_ladder,
+    select_era,
+    unsupported_version,
+)
+from mcp_endpoint.protocol.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MODERN_HTTP_STATUS,
+    PARSE_ERROR,
+    JsonRpcError,
+)
+from mcp_endpoint.protocol.methods import BOTH, METHODS, server_info
+from mcp_endpoint.registry import CallContext
+
+__all__ = ["BOTH", "METHODS", "JsonRpcError", "Reply", "handle_post"]
+
+logger = logging.getLogger("mcp_endpoint")
+
+CACHE_TTL_MS = {
+    "server/discover": 300_000,
+    "tools/list": 60_000,
+    "prompts/list": 300_000,
+    "resources/list": 60_000,
+    "resources/templates/list": 300_000,
+    "resources/read": 0,
+}
+# Results depend on the key's channel: never share them across keys.
+CACHE_SCOPE = "private"
+
+
+@dataclass
+class Reply:
+    """What the transport sends back: an HTTP status and one JSON-RPC message."""
+
+    status: int
+    body: dict | None  # None: an accepted notification (202, empty body)
+    method: str = ""
+    tool: str = ""
+    outcome: str = "ok"
+
+
+def error_reply(
+    request_id: Any, error: JsonRpcError, *, status: int, method: str = ""
+) -> Reply:
+    body = {"jsonrpc": "2.0", "id": request_id, "error": error.as_dict()}
+    return Reply(status, body, method=method, outcome=f"error {error.code}")
+
+
+# --- One POST ----------------------------------------------------------------------
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+async def handle_post(
+    body: bytes,
+    *,
+    raw_headers: list[tuple[str, str]],
+    channel: Channel,
+    api_key: ApiKey | None,
+    base_url: str,
+    emit: Callable[[dict], Awaitable[None]] | None = None,
+) -> Reply:
+    """Answer one POSTed JSON-RPC message. Never raises."""
+    try:
+        message = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return error_reply(None, JsonRpcError(PARSE_ERROR, "Parse error"), status=400)
+    invalid = JsonRpcError(INVALID_REQUEST, "Invalid Request")
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return error_reply(None, invalid, status=400)
+    headers = dict(raw_headers)
+    era = select_era(headers, message)
+    method = message.get("method")
+    if (
+        method is None
+        and "id" in message
+        and ("result" in message or "error" in message)
+    ):
+        # A client's answer to a server request: nothing to do in the legacy era,
+        # and never sent at all in 2026-07-28.
+        if era == "legacy":
+            return Reply(202, None, outcome="accepted")
+        return error_reply(None, invalid, status=400)
+    params = message.get("params", {})
+    if not isinstance(method, str) or not isinstance(params, (dict, type(None))):
+        return error_reply(None, invalid, status=400)
+    params = params or {}
+    if "id" not in message:
+        if (
+            era == "modern"
+            and headers.get("mcp-protocol-version") not in MODERN_VERSIONS
+        ):
+            error = unsupported_version(headers.get("mcp-protocol-version"))
+            return error_reply(None, error, status=400, method=method)
+        return Reply(202, None, method=method, outcome="accepted")
+    request_id = message["id"]
+    if not _valid_id(request_id):
+        return error_reply(None, invalid, status=400, method=method)
+
+    version = headers.get("mcp-protocol-version") or "2025-03-26"
+    client_capabilities: dict = {}
+    if era == "modern":
+        try:
+            version, client_capabilities = await run_modern_ladder(
+                message, raw_headers, channel
+            )
+        except JsonRpcError as error:
+            status = MODERN_HTTP_STATUS.get(error.code, 200)
+            return error_reply(request_id, error, status=status, method=method)
+    elif method == "initialize":
+        version = params.get("protocolVersion") or LATEST_LEGACY_VERSION
+
+    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    progress_token = meta.get("progressToken")
+    input_responses = params.get("inputResponses")
+    request_state = params.get("requestState")
+    if not isinstance(input_responses, (dict, type(None))) or not isinstance(
+        request_state, (str, type(None))
+    ):
+        error = JsonRpcError(
+            INVALID_PARAMS, "inputResponses must be an object, requestState a string"
+        )
+        status = 400 if era == "modern" else 200
+        return error_reply(request_id, error, status=status, method=method)
+    ctx = CallContext(
+        channel=channel,
+        api_key=api_key,
+        era=era,
+        protocol_version=version,
+        base_url=base_url,
+        client_capabilities=client_capabilities,
+        progress_token=progress_token if _valid_id(progress_token) else None,
+        log_level=meta.get(META_LOG_LEVEL),
+        emit=emit,
+        input_responses=input_responses,
+        request_state=request_state,
+    )
+    tool_name = params.get("name", "") if method == "tools/call" else ""
+    entry = METHODS.get(method)
+    try:
+        if entry is None or era not in entry[1]:
+            raise JsonRpcError(METHOD_NOT_FOUND, "Method not found", method)
+        result = await entry[0](params, ctx)
+    except JsonRpcError as error:
+        status = MODERN_HTTP_STATUS.get(error.code, 200) if era == "modern" else 200
+        reply = error_reply(request_id, error, status=status, method=method)
+        reply.tool = str(tool_name)
+        return reply
+    except Exception:
+        logger.exception("MCP %s failed in channel %s", method, channel.slug)
+        error = JsonRpcError(INTERNAL_ERROR, "Internal error")
+        return error_reply(request_id, error, status=200, method=method)
+
+    if era == "modern":
+        result.setdefault("resultType", "complete")
+        result_meta = dict(result.get("_meta") or {})
+        result_meta[META_SERVER_INFO] = server_info(channel)
+        result["_meta"] = result_meta
+        if method in CACHE_TTL_MS and result["resultType"] == "complete":
+            result["ttlMs"] = CACHE_TTL_MS[method]
+            result["cacheScope"] = CACHE_SCOPE
+    outcome = "tool_error" if result.get("isError") else "ok"
+    return Reply(
+        200,
+        {"jsonrpc": "2.0", "id": request_id, "result": result},
+        method=method,
+        tool=str(tool_name),
+        outcome=outcome,
+    )
