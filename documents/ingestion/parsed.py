@@ -1,5 +1,6 @@
 """What parsers hand to the pipeline, and how they say a file is unreadable."""
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -70,8 +71,25 @@ class ParsedDocument:
 _BROKEN_WORD = re.compile(r"\x02[ \t]*\n[ \t]*")
 _SPACES = re.compile(r"[ \t\u00a0]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
+# Tag characters and the supplementary private-use planes.
+_ASTRAL_DROPPED = re.compile("[\U000e0000-\U000e007f\U000f0000-\U0010ffff]")
 # Newline, tab, and the zero-width (non-)joiners that Persian and Indic text need.
 _KEPT = "\n\t\u200c\u200d"
+
+
+@functools.cache
+def _dropped_characters() -> dict[int, str | None]:
+    """str.translate table: the Basic Multilingual Plane's control, format,
+    private-use and surrogate code points removed (vertical tab and form feed
+    become spaces). _ASTRAL_DROPPED covers the other planes."""
+    table: dict[int, str | None] = {
+        code: None
+        for code in range(0x10000)
+        if unicodedata.category(chr(code)) in ("Cc", "Cf", "Co", "Cs")
+        and chr(code) not in _KEPT
+    }
+    table.update({0x0B: " ", 0x0C: " "})
+    return table
 
 
 def clean_text(text: str, *, keep_layout: bool = False) -> str:
@@ -81,12 +99,7 @@ def clean_text(text: str, *, keep_layout: bool = False) -> str:
     something)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _BROKEN_WORD.sub("", text).replace("\x02", "-")
-    text = "".join(
-        char
-        if char in _KEPT or unicodedata.category(char) not in ("Cc", "Cf", "Co", "Cs")
-        else (" " if char in "\x0b\x0c" else "")
-        for char in text
-    )
+    text = _ASTRAL_DROPPED.sub("", text.translate(_dropped_characters()))
     if keep_layout:
         text = "\n".join(line.rstrip() for line in text.split("\n"))
     else:

@@ -71,6 +71,9 @@ def parse_file(path: Path, content_type: str, *, work_dir: Path) -> ParsedDocume
     Raises UnreadableFile with a reason a person understands.
     """
     media_type, params = parse_header_parameters(content_type)
+    with path.open("rb") as handle:
+        if handle.read(5) == b"%PDF-":
+            media_type = PDF  # a PDF sent as text (or octet-stream) is still a PDF
     if media_type == PDF:
         return parse_pdf(
             path,

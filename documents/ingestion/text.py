@@ -46,15 +46,17 @@ def decode_text(data: bytes, charset: str | None) -> str:
 
 def _split_long(text: str, max_chars: int) -> list[str]:
     parts: list[str] = []
-    while len(text) > max_chars:
-        cut = text.rfind("\n\n", 0, max_chars)
-        if cut <= 0:
-            cut = text.rfind("\n", 0, max_chars)
-        if cut <= 0:
-            cut = max_chars
-        parts.append(text[:cut].strip())
-        text = text[cut:].strip()
-    parts.append(text)
+    start = 0
+    while len(text) - start > max_chars:
+        end = start + max_chars
+        cut = text.rfind("\n\n", start, end)
+        if cut <= start:
+            cut = text.rfind("\n", start, end)
+        if cut <= start:
+            cut = end
+        parts.append(text[start:cut].strip())
+        start = cut
+    parts.append(text[start:].strip())
     return [part for part in parts if part]
 
 

@@ -222,3 +222,20 @@ def test_clean_text_joins_broken_words_and_drops_control_characters():
     assert clean_text("infor\x02\r\nmation  is\x00 here\uf8eb") == "information is here"
     assert clean_text("a\x02b") == "a-b"
     assert clean_text("\x19\x12") == ""
+
+
+def test_a_pdf_labelled_as_text_is_read_as_a_pdf(tmp_path):
+    """Content that starts with a PDF header is parsed as a PDF whatever its
+    declared type."""
+    path = _write(tmp_path, "mislabelled.txt", make_pdf(["Real PDF text"]))
+    parsed = parse_file(path, "text/plain", work_dir=tmp_path)
+    assert parsed.pages[0].text == "Real PDF text"
+    assert parsed.pages[0].image_path is not None
+
+
+def test_long_text_splits_in_linear_time(tmp_path):
+    """A large text without paragraph breaks still splits into bounded pages."""
+    path = _write(tmp_path, "big.txt", b"word " * 400_000)
+    pages = parse_text(path, markdown=False, charset=None, max_page_chars=20_000).pages
+    assert len(pages) == 100
+    assert all(len(page.text) <= 20_000 for page in pages)
