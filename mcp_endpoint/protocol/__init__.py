@@ -84,6 +84,7 @@ async def handle_post(
     emit: Callable[[dict], Awaitable[None]] | None = None,
 ) -> Reply:
     """Answer one POSTed JSON-RPC message. Never raises."""
+    call = {"channel": channel, "api_key": api_key, "base_url": base_url}
     try:
         message = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -120,52 +121,23 @@ async def handle_post(
     if not _valid_id(request_id):
         return error_reply(None, invalid, status=400, method=method)
 
-    version = headers.get("mcp-protocol-version") or "2025-03-26"
-    client_capabilities: dict = {}
-    if era == "modern":
-        try:
+    tool_name = params.get("name", "") if method == "tools/call" else ""
+    try:
+        version = headers.get("mcp-protocol-version") or "2025-03-26"
+        client_capabilities: dict = {}
+        if era == "modern":
             version, client_capabilities = await run_modern_ladder(
                 message, raw_headers, channel
             )
-        except JsonRpcError as error:
-            status = MODERN_HTTP_STATUS.get(error.code, 200)
-            return error_reply(request_id, error, status=status, method=method)
-    elif method == "initialize":
-        version = params.get("protocolVersion") or LATEST_LEGACY_VERSION
-
-    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
-    progress_token = meta.get("progressToken")
-    input_responses = params.get("inputResponses")
-    request_state = params.get("requestState")
-    if not isinstance(input_responses, (dict, type(None))) or not isinstance(
-        request_state, (str, type(None))
-    ):
-        error = JsonRpcError(
-            INVALID_PARAMS, "inputResponses must be an object, requestState a string"
-        )
-        status = 400 if era == "modern" else 200
-        return error_reply(request_id, error, status=status, method=method)
-    ctx = CallContext(
-        channel=channel,
-        api_key=api_key,
-        era=era,
-        protocol_version=version,
-        base_url=base_url,
-        client_capabilities=client_capabilities,
-        progress_token=progress_token if _valid_id(progress_token) else None,
-        log_level=meta.get(META_LOG_LEVEL),
-        emit=emit,
-        input_responses=input_responses,
-        request_state=request_state,
-    )
-    tool_name = params.get("name", "") if method == "tools/call" else ""
-    entry = METHODS.get(method)
-    try:
+        elif method == "initialize":
+            version = params.get("protocolVersion") or LATEST_LEGACY_VERSION
+        ctx = _context(params, era, version, client_capabilities, emit, **call)
+        entry = METHODS.get(method)
         if entry is None or era not in entry[1]:
             raise JsonRpcError(METHOD_NOT_FOUND, "Method not found", method)
         result = await entry[0](params, ctx)
     except JsonRpcError as error:
-        status = MODERN_HTTP_STATUS.get(error.code, 200) if era == "modern" else 200
+        status = _status(era, error)
         reply = error_reply(request_id, error, status=status, method=method)
         reply.tool = str(tool_name)
         return reply
@@ -175,13 +147,7 @@ async def handle_post(
         return error_reply(request_id, error, status=200, method=method)
 
     if era == "modern":
-        result.setdefault("resultType", "complete")
-        result_meta = dict(result.get("_meta") or {})
-        result_meta[META_SERVER_INFO] = server_info(channel)
-        result["_meta"] = result_meta
-        if method in CACHE_TTL_MS and result["resultType"] == "complete":
-            result["ttlMs"] = CACHE_TTL_MS[method]
-            result["cacheScope"] = CACHE_SCOPE
+        _add_modern_envelope(result, method, channel)
     outcome = "tool_error" if result.get("isError") else "ok"
     return Reply(
         200,
@@ -190,3 +156,51 @@ async def handle_post(
         tool=str(tool_name),
         outcome=outcome,
     )
+
+
+def _status(era: str, error: JsonRpcError) -> int:
+    """Handshake-era errors travel with HTTP 200; 2026-07-28 maps codes to statuses."""
+    return MODERN_HTTP_STATUS.get(error.code, 200) if era == "modern" else 200
+
+
+def _context(
+    params: dict,
+    era: str,
+    version: str,
+    client_capabilities: dict,
+    emit: Callable[[dict], Awaitable[None]] | None,
+    **call: Any,
+) -> CallContext:
+    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    input_responses = params.get("inputResponses")
+    request_state = params.get("requestState")
+    if not isinstance(input_responses, (dict, type(None))) or not isinstance(
+        request_state, (str, type(None))
+    ):
+        raise JsonRpcError(
+            INVALID_PARAMS, "inputResponses must be an object, requestState a string"
+        )
+    progress_token = meta.get("progressToken")
+    return CallContext(
+        era=era,
+        protocol_version=version,
+        client_capabilities=client_capabilities,
+        progress_token=progress_token if _valid_id(progress_token) else None,
+        log_level=meta.get(META_LOG_LEVEL),
+        emit=emit,
+        input_responses=input_responses,
+        request_state=request_state,
+        **call,
+    )
+
+
+def _add_modern_envelope(result: dict, method: str, channel: Channel) -> None:
+    """resultType, server info, and cache hints on cacheable complete results."""
+    result.setdefault("resultType", "complete")
+    result["_meta"] = {
+        **(result.get("_meta") or {}),
+        META_SERVER_INFO: server_info(channel),
+    }
+    if method in CACHE_TTL_MS and result["resultType"] == "complete":
+        result["ttlMs"] = CACHE_TTL_MS[method]
+        result["cacheScope"] = CACHE_SCOPE
