@@ -39,6 +39,7 @@ UNAUTHORIZED = -32001
 FORBIDDEN = -32003
 TOO_LARGE = -32004
 RATE_LIMITED = -32005
+SSE_PING_SECONDS = 15
 
 
 def _refusal(status: int, code: int, message: str, **headers: str) -> JsonResponse:
@@ -197,26 +198,35 @@ async def _stream(body: bytes, call: dict, log: CallLog) -> tuple[HttpResponse, 
 
     async def events() -> AsyncIterator[bytes]:
         status, outcome = 200, "cancelled"
+        getter: asyncio.Future | None = None
         try:
             yield _sse_frame(first)
             while True:
-                getter = asyncio.ensure_future(queue.get())
-                await asyncio.wait([task, getter], return_when=asyncio.FIRST_COMPLETED)
-                if getter.done():
+                getter = getter or asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait(
+                    [task, getter],
+                    timeout=SSE_PING_SECONDS,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if not done:  # keeps proxies and idle timeouts from closing us
+                    yield b": ping\n\n"
+                elif getter.done():
                     yield _sse_frame(getter.result())
-                    continue
-                getter.cancel()
-                while not queue.empty():
-                    yield _sse_frame(queue.get_nowait())
-                reply = task.result()
-                log.method, log.tool = reply.method, reply.tool
-                status, outcome = reply.status, reply.outcome
-                if reply.body is not None:
-                    yield _sse_frame(reply.body)
-                return
+                    getter = None
+                else:
+                    while not queue.empty():
+                        yield _sse_frame(queue.get_nowait())
+                    reply = task.result()
+                    log.method, log.tool = reply.method, reply.tool
+                    status, outcome = reply.status, reply.outcome
+                    if reply.body is not None:
+                        yield _sse_frame(reply.body)
+                    return
         finally:
             # A closed connection cancels the request (2026-07-28 transport rule).
             task.cancel()
+            if getter is not None:
+                getter.cancel()
             log.write(status, outcome)
 
     response = StreamingHttpResponse(events(), content_type="text/event-stream")

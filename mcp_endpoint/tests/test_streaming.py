@@ -181,3 +181,14 @@ def test_malformed_input_responses_are_invalid_params(mcp, fixtures_in_handbook)
     params = {"name": "test_simple_text", "arguments": {}, "inputResponses": [1]}
     status, error = mcp.error("tools/call", params)
     assert (status, error["code"]) == (400, -32602)
+
+
+def test_quiet_streams_get_keepalive_comments(mcp, fixtures_in_handbook, monkeypatch):
+    """While a streamed call is quiet the server sends `: ping` comment lines,
+    which clients ignore."""
+    from mcp_endpoint import views
+
+    monkeypatch.setattr(views, "SSE_PING_SECONDS", 0.01)
+    response = call(mcp, "test_tool_with_progress", meta={"progressToken": 7})
+    assert b": ping\n\n" in response.stream_body
+    assert read_stream(response)[-1]["result"]["content"][0]["text"] == "7"
