@@ -89,6 +89,8 @@ def test_page_cap_and_limits_are_stated(mcp, settings):
     settings.MCP_LIST_LIMIT_MAX = 40
     tools = tools_by_name(mcp)
     assert "At most 2 pages per call" in tools["get_pages"]["description"]
+    page_end = tools["get_pages"]["inputSchema"]["properties"]["page_end"]
+    assert "at most 2 pages" in page_end["description"]
     assert (
         tools["list_documents"]["inputSchema"]["properties"]["limit"]["maximum"] == 40
     )

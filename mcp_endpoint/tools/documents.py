@@ -172,6 +172,14 @@ class GetPages(Tool):
             "pages per call."
         )
 
+    def input_schema(self, channel: Channel) -> dict:
+        schema = super().input_schema(channel)
+        schema["properties"]["page_end"]["description"] = (
+            "Last page to return (inclusive); at most "
+            f"{channel.max_pages_per_call} pages from page_start."
+        )
+        return schema
+
     async def run(self, args: Args, ctx: CallContext) -> ToolResult:
         content = await sync_to_async(_read_pages)(
             ctx.channel, args.document_id, args.page_start, args.page_end, args.type
