@@ -11,7 +11,7 @@ from django.core.files.base import ContentFile
 from django.test import AsyncClient
 from PIL import Image
 
-from documents.models import Page
+from documents.models import Document, Page
 from documents.search.testing import add_document
 from documents.services.keys import create_api_key
 
@@ -232,6 +232,10 @@ def mcp_legacy(handbook, handbook_key):
 def mcp_any(request, handbook, handbook_key):
     """The handbook channel in each era."""
     return McpClient("handbook", handbook_key, request.param)
+
+
+def doc_id(title: str) -> int:
+    return Document.objects.get(title=title).pk
 
 
 def decode_png(data: str) -> Image.Image:

@@ -7,13 +7,9 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from documents.models import Document
-from mcp_endpoint.tests.conftest import McpClient, decode_png
+from mcp_endpoint.tests.conftest import McpClient, decode_png, doc_id
 
 pytestmark = pytest.mark.django_db
-
-
-def doc_id(title: str) -> int:
-    return Document.objects.get(title=title).pk
 
 
 # --- list_documents ----------------------------------------------------------------

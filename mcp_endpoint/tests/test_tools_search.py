@@ -5,14 +5,9 @@ import re
 
 import pytest
 
-from documents.models import Document
-from mcp_endpoint.tests.conftest import McpClient
+from mcp_endpoint.tests.conftest import McpClient, doc_id
 
 pytestmark = pytest.mark.django_db
-
-
-def doc_id(title: str) -> int:
-    return Document.objects.get(title=title).pk
 
 
 def test_retrieve_text_chunks_finds_the_passage(mcp_any):
