@@ -119,3 +119,19 @@ def test_search_stays_in_its_channel(papers, papers_key, handbook):
     )
     ids = {c["document_id"] for c in result["structuredContent"]["chunks"]}
     assert ids <= {doc_id("Protein folding")}
+
+
+def test_rag_search_chat_model_failure_is_a_tool_error(mcp, monkeypatch):
+    """When the chat model fails, rag_search says so and points to
+    retrieve_text_chunks, as an isError result."""
+    from documents import generation
+
+    def fail(*args, **kwargs):
+        raise generation.GenerationError(
+            "The chat model did not answer (ConnectError); try again later or use "
+            "retrieve_text_chunks."
+        )
+
+    monkeypatch.setattr(generation, "answer_question", fail)
+    text = mcp.call_tool_expecting_error("rag_search", {"query": "holidays"})
+    assert "retrieve_text_chunks" in text

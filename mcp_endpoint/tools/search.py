@@ -116,6 +116,6 @@ class RagSearch(SearchTool):
                 document_ids=args.document_ids,
                 metadata_filter=args.metadata_filter,
             )
-        except FilterError as exc:
+        except (FilterError, generation.GenerationError) as exc:
             raise ToolError(str(exc)) from None
         return ToolResult([text_block(answer.text)], structured=answer.as_dict())
