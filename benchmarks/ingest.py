@@ -13,6 +13,8 @@ temporary media folder, so it leaves nothing behind.
 """
 
 import argparse
+import collections
+import functools
 import os
 import sys
 import tempfile
@@ -37,10 +39,42 @@ from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
 from documents.ingestion import embeddings  # noqa: E402
 from documents.models import Chunk  # noqa: E402
+from documents.services import documents as document_services  # noqa: E402
 from documents.services.channels import create_channel  # noqa: E402
 from documents.services.documents import create_document, ingest_document  # noqa: E402
 
 BOOK = "misc/pypdf-sample__009-pdflatex-geotopo_GeoTopo-komprimiert.pdf"
+STAGES: collections.Counter = collections.Counter()
+
+
+def timed(stage: str, function):
+    """Wrap `function` so its wall time adds up under STAGES[stage]."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            STAGES[stage] += time.perf_counter() - started
+
+    return wrapper
+
+
+def instrument(embedder) -> None:
+    """Time the pipeline's stages where the service calls them."""
+    for stage, name in (
+        ("parse + render (PDFium child)", "parse_file"),
+        ("chunk", "chunk_pages"),
+        ("store page images", "store_page_images"),
+        ("replace rows (one transaction)", "_replace_content"),
+    ):
+        setattr(
+            document_services,
+            name,
+            timed(stage, getattr(document_services, name)),
+        )
+    embedder.embed_documents = timed("embed", embedder.embed_documents)
 
 
 def run(pdfs: Path) -> None:
@@ -48,6 +82,7 @@ def run(pdfs: Path) -> None:
     channel = create_channel(slug="bench-ingest", name="Ingestion benchmark")
     embedder = embeddings.get_embedder()
     embedder.embed_documents(["warm-up: load the model before timing"])
+    instrument(embedder)
 
     pages = chunks = 0
     failed: list[str] = []
@@ -72,6 +107,7 @@ def run(pdfs: Path) -> None:
         .order_by("document_id", "order")
         .values_list("text", flat=True)
     )
+    stages = dict(STAGES)
     started = time.perf_counter()
     embedder.embed_documents(texts)
     raw = time.perf_counter() - started
@@ -82,6 +118,8 @@ def run(pdfs: Path) -> None:
     print(f"embedder: {embedder.model_name}; page images {settings.PAGE_IMAGE_WIDTH}px")
     print(f"pipeline: {pages} pages, {chunks} chunks in {pipeline:.1f} s")
     print(f"pipeline: {pages / pipeline:.1f} pages/s, {chunks / pipeline:.1f} chunks/s")
+    for stage, seconds in stages.items():
+        print(f"  {stage}: {seconds:.1f} s ({100 * seconds / pipeline:.0f}%)")
     print(f"embedder alone: {len(texts) / raw:.1f} chunks/s ({raw:.1f} s)")
     print(f"ratio pipeline/raw (chunks/s): {raw / pipeline:.2f}")
 
