@@ -2,8 +2,12 @@ from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 
+from project.api import api
+
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/", api.urls),
+    path("playground/", include("mcp_endpoint.playground_urls")),
     path("", include("documents.urls")),
 ]
 if settings.MCP_ENABLED:
