@@ -10,7 +10,7 @@ Contract (used by documents.services.documents):
 
 from collections import Counter
 
-from django.db import connection
+from django.db import connection, transaction
 
 from documents.models import Chunk, KeywordStatistics, TermStatistic
 from documents.search.terms import lexeme_counts, weight_vector
@@ -50,6 +50,35 @@ def forget_chunks(channel, document_id: int) -> None:
     lengths = list(removed)
     if lengths:
         _add_totals(channel.pk, -len(lengths), -sum(lengths))
+
+
+def reweight_channel(channel, *, batch_size: int = 2000) -> int:
+    """Recompute every chunk's BM25 weights with the channel's current average
+    chunk length (weights are fixed at ingestion, when the average was what it
+    was then) and the current K1/B. Returns the number of chunks rewritten."""
+    stats = KeywordStatistics.objects.filter(channel=channel).first()
+    if stats is None or not stats.chunk_count:
+        return 0
+    average = stats.average_length
+    done = 0
+    last_id = 0
+    while True:
+        rows = list(
+            Chunk.objects.filter(channel=channel, id__gt=last_id)
+            .order_by("id")
+            .values_list("id", "text")[:batch_size]
+        )
+        if not rows:
+            return done
+        counts = lexeme_counts([text for _, text in rows])
+        chunks = []
+        for (pk, _), chunk_counts in zip(rows, counts, strict=True):
+            vector, length = weight_vector(chunk_counts, average)
+            chunks.append(Chunk(id=pk, terms=vector, term_count=length))
+        with transaction.atomic():
+            Chunk.objects.bulk_update(chunks, ["terms", "term_count"])
+        done += len(chunks)
+        last_id = rows[-1][0]
 
 
 def _add_totals(channel_id: int, chunks: int, terms: int) -> float:

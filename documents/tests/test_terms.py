@@ -2,7 +2,7 @@ import pytest
 from django.core.files.base import ContentFile
 
 from documents.models import Chunk, KeywordStatistics, TermStatistic
-from documents.search import terms
+from documents.search import indexing, terms
 from documents.search.indexing import forget_chunks
 from documents.search.testing import add_document
 
@@ -100,3 +100,18 @@ def test_ingestion_service_keeps_statistics_exact_on_reingest(
     services.delete_document(document=document)
     assert frequencies(channel) == {}
     assert KeywordStatistics.objects.get(channel=channel).chunk_count == 0
+
+
+def test_reweight_channel_uses_the_current_average_length(make_channel, fake_embedder):
+    """Weights stored while the average chunk length was different are
+    recomputed with the channel's current average."""
+    channel = make_channel()
+    add_document(channel, title="first", pages=["cat"])
+    add_document(channel, title="second", pages=["cat dog bird fish cow pig"])
+    first = Chunk.objects.get(document__title="first")
+    stale = first.terms.values()[0]
+    assert stale == pytest.approx(terms.document_weight(1, 1, 1.0))
+    assert indexing.reweight_channel(channel) == 2
+    first.refresh_from_db()
+    assert first.terms.values()[0] == pytest.approx(terms.document_weight(1, 1, 3.5))
+    assert first.terms.values()[0] > stale
