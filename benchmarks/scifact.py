@@ -117,7 +117,7 @@ def ingest(channel: Channel, corpus: list[dict], path: str) -> None:
     )
 
 
-def prepare_channel(corpus: list[dict]) -> Channel:
+def prepare_channel(corpus: list[dict], *, reweight: bool = False) -> Channel:
     """The benchmark channel for this corpus, ingesting whatever is missing (a
     run that was stopped resumes where it stopped)."""
     from documents.services.channels import create_channel
@@ -149,6 +149,13 @@ def prepare_channel(corpus: list[dict]) -> Channel:
         ingest(channel, missing, path)
     else:
         print(f"reusing channel {slug} ({len(corpus)} documents)", file=sys.stderr)
+    if missing or reweight:
+        # Chunks ingested early were weighted with the average length of a
+        # smaller corpus; a bulk load ends by bringing them up to date.
+        from documents.search.indexing import reweight_channel
+
+        count = reweight_channel(channel)
+        print(f"reweighted {count} chunks", file=sys.stderr)
     return channel
 
 
@@ -252,10 +259,15 @@ def main() -> None:
         default=ROOT.parent / "shared" / "data" / "scifact",
         help="BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)",
     )
+    parser.add_argument(
+        "--reweight",
+        action="store_true",
+        help="recompute the stored BM25 weights of a reused channel first",
+    )
     args = parser.parse_args()
     call_command("migrate", verbosity=0, interactive=False)
     corpus, queries, qrels = load_beir(args.data)
-    channel = prepare_channel(corpus)
+    channel = prepare_channel(corpus, reweight=args.reweight)
     run(channel, queries, qrels)
 
 
