@@ -8,7 +8,6 @@ to its own channel slug, so no production channel ever lists them.
 from __future__ import annotations
 
 import inspect
-import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -243,15 +242,17 @@ class Resource:
         return inspect.cleandoc(self.__doc__ or self.name)
 
     def definition(self, channel: Channel) -> dict:
-        definition = {
-            "uri": self.uri,
+        return {"uri": self.uri, **self._about(channel)}
+
+    def _about(self, channel: Channel) -> dict:
+        about = {
             "name": self.name,
             "description": self.description(channel),
             "mimeType": self.mime_type,
         }
         if self.title:
-            definition["title"] = self.title
-        return definition
+            about["title"] = self.title
+        return about
 
     async def read(self, uri: str, ctx: CallContext) -> list[dict]:
         """The `contents` list: dicts with `uri`, `mimeType` and `text` or `blob`."""
@@ -262,22 +263,17 @@ class ResourceTemplate(Resource):
     """A family of resources named by an RFC 6570 URI template."""
 
     uri_template: ClassVar[str]
-    # Matches the URIs of this family; named groups are the template variables.
-    pattern: ClassVar[re.Pattern]
 
     def definition(self, channel: Channel) -> dict:
-        definition = {
-            "uriTemplate": self.uri_template,
-            "name": self.name,
-            "description": self.description(channel),
-            "mimeType": self.mime_type,
-        }
-        if self.title:
-            definition["title"] = self.title
-        return definition
+        return {"uriTemplate": self.uri_template, **self._about(channel)}
+
+    @property
+    def prefix(self) -> str:
+        """The fixed start of the family's URIs (before the first variable)."""
+        return self.uri_template.split("{", 1)[0]
 
     def matches(self, uri: str) -> bool:
-        return uri.startswith(self.uri_template.split("{", 1)[0])
+        return uri.startswith(self.prefix)
 
 
 class Prompt:

@@ -66,10 +66,6 @@ class DocumentMetadata(ResourceTemplate):
     uri_template = "documents://metadata/{document_ids}"
     name = "document_metadata"
     title = "Document metadata"
-    prefix = "documents://metadata/"
-
-    def matches(self, uri: str) -> bool:
-        return uri.startswith(self.prefix)
 
     async def read(self, uri: str, ctx: CallContext) -> list[dict]:
         ids = parse_document_ids(uri.removeprefix(self.prefix))

@@ -267,7 +267,6 @@ class TemplateData(ResourceTemplate):
 
     uri_template = "test://template/{id}/data"
     name = "template-data"
-    prefix = "test://template/"
 
     async def read(self, uri, ctx):
         identifier = uri.removeprefix(self.prefix).removesuffix("/data")
