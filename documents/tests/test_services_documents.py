@@ -365,3 +365,36 @@ def test_content_type_from_upload_is_used(make_channel):
         enqueue=False,
     )
     assert document.content_type == "text/markdown; charset=utf-8"
+
+
+def test_page_cap_fails_the_document_clearly(make_channel, fake_embedder, settings):
+    """A PDF over settings.PDF_MAX_PAGES ends failed, naming its page count and
+    the limit."""
+    settings.PDF_MAX_PAGES = 2
+    channel = make_channel()
+    document = create_document(
+        channel=channel,
+        file=_upload("long.pdf", make_pdf(["a", "b", "c"]), "application/pdf"),
+        enqueue=False,
+    )
+    document = _ingest(document)
+    assert document.status == Document.Status.FAILED
+    assert document.status_reason == (
+        "The PDF has 3 pages; the limit is 2 (setting PDF_MAX_PAGES)."
+    )
+
+
+def test_scanned_pdf_is_ready_without_text(make_channel, fake_embedder):
+    """A PDF whose pages carry no text ends ready with its pages and images, no
+    chunks, has_text False and a reason saying there is no extractable text."""
+    channel = make_channel()
+    document = create_document(
+        channel=channel,
+        file=_upload("blank.pdf", make_pdf(["", ""]), "application/pdf"),
+        enqueue=False,
+    )
+    document = _ingest(document)
+    assert (document.status, document.has_text) == ("ready", False)
+    assert (document.page_count, document.chunk_count) == (2, 0)
+    assert document.status_reason.startswith("No extractable text")
+    assert all(page.image for page in Page.objects.filter(document=document))
