@@ -172,8 +172,11 @@ def test_errors_are_shown_as_the_agent_sees_them(staff, handbook):
 
 
 def test_empty_results_say_so(staff, handbook):
-    """A search that finds nothing says the agent gets an empty list."""
-    response = run(staff, tool="retrieve_text_chunks", query="zzzxq")
+    """A search whose filter leaves no document says the agent gets an empty
+    list."""
+    response = run(
+        staff, tool="retrieve_text_chunks", query="holiday", f_year_min="3000"
+    )
     assert response.context["call"].structured == {"chunks": []}
     assert b"No passages found" in response.content
 
