@@ -172,6 +172,9 @@ class Tool:
     open_world: ClassVar[bool] = False
     # Client capabilities the tool needs (modern era: -32021 when not declared).
     required_client_capabilities: ClassVar[dict] = {}
+    # Exceptions of the services a tool calls whose messages are written for a
+    # model: they become isError results like ToolError.
+    error_types: ClassVar[tuple[type[Exception], ...]] = ()
 
     def enabled_for(self, channel: Channel) -> bool:
         return self.name in channel.enabled_tools()

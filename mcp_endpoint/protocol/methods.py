@@ -162,7 +162,7 @@ async def handle_tools_call(params: dict, ctx: CallContext) -> dict:
     try:
         args = await sync_to_async(tool.parse)(ctx.channel, arguments)
         result = await tool.run(args, ctx)
-    except ToolError as exc:
+    except (ToolError, *tool.error_types) as exc:
         result = ToolResult([text_block(str(exc))], is_error=True)
     except JsonRpcError:
         raise

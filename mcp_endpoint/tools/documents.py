@@ -1,6 +1,7 @@
 """Tools that browse a channel's documents: list, read pages, link to originals."""
 
 import base64
+import copy
 import json
 from typing import Literal
 
@@ -40,6 +41,7 @@ class ListDocuments(Tool):
 
     name = "list_documents"
     title = "List documents"
+    error_types = (FilterError,)
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -72,16 +74,13 @@ class ListDocuments(Tool):
         return schemas.list_documents_output_schema(channel)
 
     async def run(self, args: Args, ctx: CallContext) -> ToolResult:
-        try:
-            page = await sync_to_async(listing.list_documents)(
-                ctx.channel,
-                metadata_filter=args.metadata_filter,
-                offset=args.offset,
-                limit=args.limit,
-                newest_first=args.newest_first,
-            )
-        except FilterError as exc:
-            raise ToolError(str(exc)) from None
+        page = await sync_to_async(listing.list_documents)(
+            ctx.channel,
+            metadata_filter=args.metadata_filter,
+            offset=args.offset,
+            limit=args.limit,
+            newest_first=args.newest_first,
+        )
         return json_result(page)
 
 
@@ -220,7 +219,7 @@ class GetCitationUrl(Tool):
         )
 
     def output_schema(self, channel: Channel) -> dict:
-        return dict(schemas.CITATION_URLS_OUTPUT_SCHEMA)
+        return copy.deepcopy(schemas.CITATION_URLS_OUTPUT_SCHEMA)
 
     async def run(self, args: Args, ctx: CallContext) -> ToolResult:
         urls = await sync_to_async(_citation_urls)(

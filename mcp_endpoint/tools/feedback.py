@@ -1,5 +1,7 @@
 """The one tool that writes: ratings of answers, for the channel's administrators."""
 
+import copy
+
 from asgiref.sync import sync_to_async
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,7 +32,7 @@ class SubmitFeedback(Tool):
         comment: str = Field("", max_length=5000, description="Optional remarks.")
 
     def output_schema(self, channel) -> dict:
-        return dict(schemas.FEEDBACK_OUTPUT_SCHEMA)
+        return copy.deepcopy(schemas.FEEDBACK_OUTPUT_SCHEMA)
 
     async def run(self, args: Args, ctx: CallContext) -> ToolResult:
         feedback = await sync_to_async(services.submit_feedback)(

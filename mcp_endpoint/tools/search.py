@@ -1,6 +1,6 @@
 """Tools that search a channel: passages, and answers with citations."""
 
-import json
+import copy
 from dataclasses import asdict
 
 from asgiref.sync import sync_to_async
@@ -14,7 +14,6 @@ from mcp_endpoint import schemas
 from mcp_endpoint.registry import (
     CallContext,
     Tool,
-    ToolError,
     ToolResult,
     text_block,
 )
@@ -35,6 +34,7 @@ class SearchArgs(BaseModel):
 
 class SearchTool(Tool):
     Args = SearchArgs
+    error_types = (FilterError,)
 
     def input_schema(self, channel: Channel) -> dict:
         schema = super().input_schema(channel)
@@ -78,19 +78,16 @@ class RetrieveTextChunks(SearchTool):
         return schema
 
     def output_schema(self, channel: Channel) -> dict:
-        return json.loads(json.dumps(schemas.CHUNKS_OUTPUT_SCHEMA))
+        return copy.deepcopy(schemas.CHUNKS_OUTPUT_SCHEMA)
 
     async def run(self, args: RetrieveTextChunksArgs, ctx: CallContext) -> ToolResult:
-        try:
-            chunks = await sync_to_async(service.retrieve_chunks)(
-                ctx.channel,
-                args.query,
-                document_ids=args.document_ids,
-                metadata_filter=args.metadata_filter,
-                limit=args.limit,
-            )
-        except FilterError as exc:
-            raise ToolError(str(exc)) from None
+        chunks = await sync_to_async(service.retrieve_chunks)(
+            ctx.channel,
+            args.query,
+            document_ids=args.document_ids,
+            metadata_filter=args.metadata_filter,
+            limit=args.limit,
+        )
         return json_result({"chunks": [asdict(chunk) for chunk in chunks]})
 
 
@@ -104,18 +101,16 @@ class RagSearch(SearchTool):
 
     name = "rag_search"
     title = "Answer with citations"
+    error_types = (FilterError, generation.GenerationError)
 
     def output_schema(self, channel: Channel) -> dict:
-        return json.loads(json.dumps(schemas.ANSWER_OUTPUT_SCHEMA))
+        return copy.deepcopy(schemas.ANSWER_OUTPUT_SCHEMA)
 
     async def run(self, args: SearchArgs, ctx: CallContext) -> ToolResult:
-        try:
-            answer = await sync_to_async(generation.answer_question)(
-                ctx.channel,
-                args.query,
-                document_ids=args.document_ids,
-                metadata_filter=args.metadata_filter,
-            )
-        except (FilterError, generation.GenerationError) as exc:
-            raise ToolError(str(exc)) from None
+        answer = await sync_to_async(generation.answer_question)(
+            ctx.channel,
+            args.query,
+            document_ids=args.document_ids,
+            metadata_filter=args.metadata_filter,
+        )
         return ToolResult([text_block(answer.text)], structured=answer.as_dict())
