@@ -108,3 +108,21 @@ def test_search_tools_say_document_ids_override_the_filter(mcp):
         in properties["metadata_filter"]["description"]
     )
     assert "one question per call" in properties["query"]["description"].lower()
+
+
+def test_tools_list_query_count_is_bounded(
+    mcp, handbook, django_assert_max_num_queries
+):
+    """tools/list builds every tool's schema from one set of queries (auth, rate
+    limit, fields, values in use), however many tools share the filter schema."""
+    with django_assert_max_num_queries(10):
+        mcp.result("tools/list")
+    for number in range(5):
+        add_document(
+            handbook,
+            title=f"Extra {number}",
+            pages=["x"],
+            metadata={"topic": f"t{number}"},
+        )
+    with django_assert_max_num_queries(10):
+        mcp.result("tools/list")

@@ -237,3 +237,23 @@ def test_citation_url_needs_ids(mcp):
     """An empty id list is a tool error."""
     text = mcp.call_tool_expecting_error("get_citation_url", {"document_ids": []})
     assert "document_ids" in text
+
+
+def test_list_documents_query_count_does_not_grow(
+    mcp, handbook, fake_embedder, django_assert_max_num_queries
+):
+    """Listing a page of documents costs the same queries for 3 or 13 documents."""
+    from documents.search.testing import add_document
+
+    with django_assert_max_num_queries(12):
+        mcp.call_tool_expecting_success("list_documents", {"limit": 50})
+    for number in range(10):
+        add_document(
+            handbook,
+            title=f"Extra {number}",
+            pages=["x"],
+            metadata={"topic": "holidays", "year": 2000 + number},
+        )
+    with django_assert_max_num_queries(12):
+        page = mcp.call_tool_expecting_success("list_documents", {"limit": 50})
+    assert page["structuredContent"]["total_count"] == 13
