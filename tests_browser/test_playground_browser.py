@@ -1,0 +1,162 @@
+"""The playground in Chromium: log in, open it from the admin, pick filter values,
+run each tool, read the results and the JSON panel, follow a citation."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+# django_db: the session needs the test database (the tests use it only
+# through the live server).
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+
+
+def log_in(page, site) -> None:
+    page.goto("/admin/login/?next=/admin/")
+    page.fill("#id_username", site.username)
+    page.fill("#id_password", site.password)
+    page.click("input[type=submit]")
+    page.wait_for_url("**/admin/")
+
+
+def open_playground(page, site) -> None:
+    log_in(page, site)
+    page.goto(f"/playground/{site.slug}/")
+
+
+def choose_tool(page, tool: str) -> None:
+    page.check(f"input[name=tool][value={tool}]")
+
+
+def run_tool(page) -> None:
+    page.click("button.pg-run")
+    page.wait_for_selector("#pg-reply-json")
+
+
+def reply(page) -> dict:
+    return json.loads(page.text_content("#pg-reply-json"))
+
+
+def csp_violations(page) -> list[str]:
+    return [text for text in page.console_errors if "Content Security Policy" in text]
+
+
+def test_staff_reach_the_playground_from_the_admin(page, site):
+    """From the admin's channel list, the Playground link leads to the channel
+    chooser and on to the channel's form; nothing breaks the CSP on the way."""
+    log_in(page, site)
+    page.goto("/admin/documents/channel/")
+    page.click(".object-tools a[href='/playground/']")
+    page.wait_for_url("**/playground/")
+    page.click(f"a[href='/playground/{site.slug}/']")
+    page.wait_for_url(f"**/playground/{site.slug}/")
+    assert page.is_visible("#id_f_kind")
+    assert page.is_visible("#id_f_published_start")
+    # The admin's own pages still work under the CSP.
+    page.goto("/admin/documents/document/")
+    assert page.is_visible("#changelist")
+    assert csp_violations(page) == []
+
+
+def test_list_documents_with_a_filter_and_the_json_panel(page, site):
+    """Picking kind=guide lists only the guides, and the JSON panel holds the
+    JSON-RPC reply with the same rows."""
+    open_playground(page, site)
+    page.check("input[name=tool][value=list_documents]")
+    page.select_option("#id_f_kind", ["guide"])
+    page.click("button.pg-run")
+    page.wait_for_selector(".pg-table")
+    titles = page.locator(".pg-table tbody tr td:nth-child(2)").all_inner_texts()
+    assert sorted(titles) == [
+        "Filtering by metadata",
+        "Quire: frequently asked questions",
+    ]
+    result = reply(page)["result"]
+    assert result["structuredContent"]["total_count"] == 2
+    assert {row["title"] for row in result["structuredContent"]["results"]} == set(
+        titles
+    )
+    assert csp_violations(page) == []
+
+
+def test_fields_follow_the_tool(page, site):
+    """The query box shows for the search tools only, and "latest" disables the
+    date range (the page's own script, allowed by the CSP)."""
+    open_playground(page, site)
+    page.check("input[name=tool][value=list_documents]")
+    assert not page.is_visible("#id_query")
+    page.check("input[name=tool][value=rag_search]")
+    assert page.is_visible("#id_query")
+    page.check("#id_f_published_latest")
+    assert page.is_disabled("#id_f_published_start")
+    assert csp_violations(page) == []
+
+
+def test_retrieve_text_chunks_marks_query_terms(page, site):
+    """Passages show their document, page and score with the query words marked,
+    beside the chunks in the JSON reply."""
+    open_playground(page, site)
+    choose_tool(page, "retrieve_text_chunks")
+    page.fill("#id_query", "self-locking nuts")
+    run_tool(page)
+    first = page.locator(".pg-chunk").first
+    assert "score" in first.inner_text()
+    marks = page.locator(".pg-chunk mark").all_inner_texts()
+    assert any(mark.lower().startswith("nut") for mark in marks)
+    chunks = reply(page)["result"]["structuredContent"]["chunks"]
+    assert chunks and chunks[0]["document_title"] in first.inner_text()
+
+
+def test_rag_search_citation_opens_the_page(page, site):
+    """A filtered rag_search answer cites its pages; following a citation opens
+    the page's text beside its image."""
+    open_playground(page, site)
+    choose_tool(page, "rag_search")
+    page.select_option("#id_f_kind", ["handbook"])
+    page.fill("#id_query", "What is a self-locking nut used for?")
+    run_tool(page)
+    handbook = site.document_ids["faa-amt-handbook-self-locking-nuts.pdf"]
+    citation = page.locator(".pg-answer a.citation").first
+    assert citation.inner_text() == f"[Document {handbook}, Page 1]"
+    arguments = json.loads(page.text_content("#pg-request-json"))["params"]["arguments"]
+    assert arguments["metadata_filter"] == {"kind": "handbook"}
+    assert reply(page)["result"]["structuredContent"]["citations"]
+    target = os.environ.get("QUIRE_PLAYGROUND_SCREENSHOT")
+    if target:
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=target)
+    citation.click()
+    page.wait_for_url(f"**/admin/documents/document/{handbook}/pages/1/")
+    image = page.locator(".quire-page img")
+    image.wait_for()
+    assert page.evaluate("img => img.naturalWidth", image.element_handle()) > 0
+    assert "self-locking" in page.inner_text(".quire-page-text").lower()
+    assert csp_violations(page) == []
+
+
+def test_get_pages_shows_the_page_image(page, site):
+    """get_pages shows the page image the agent receives (a data: URL the CSP
+    allows) beside its text."""
+    open_playground(page, site)
+    handbook = site.document_ids["faa-amt-handbook-self-locking-nuts.pdf"]
+    choose_tool(page, "get_pages")
+    page.fill("#id_document_id", str(handbook))
+    run_tool(page)
+    image = page.locator(".pg-page img")
+    assert page.evaluate("img => img.naturalWidth", image.element_handle()) > 0
+    assert "base64 characters in all" in page.inner_text("#pg-reply-json")
+    assert csp_violations(page) == []
+
+
+def test_errors_show_as_the_agent_sees_them(page, site):
+    """A date range that ends before it starts shows the tool error text."""
+    open_playground(page, site)
+    choose_tool(page, "retrieve_text_chunks")
+    page.fill("#id_f_published_start", "2026-12-01")
+    page.fill("#id_f_published_end", "2020-01-01")
+    page.fill("#id_query", "filters")
+    run_tool(page)
+    error = page.inner_text(".pg-error")
+    assert "is after end" in error
+    assert reply(page)["result"]["isError"] is True
