@@ -5,24 +5,43 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('documents', '0003_keyword_statistics'),
+        ("documents", "0003_keyword_statistics"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RateLimitWindow',
+            name="RateLimitWindow",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('window_start', models.DateTimeField()),
-                ('count', models.PositiveIntegerField(default=0)),
-                ('api_key', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='documents.apikey')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                ("window_start", models.DateTimeField()),
+                ("count", models.PositiveIntegerField(default=0)),
+                (
+                    "api_key",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="documents.apikey",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('api_key', 'window_start'), name='ratelimit_unique_window')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("api_key", "window_start"),
+                        name="ratelimit_unique_window",
+                    )
+                ],
             },
         ),
     ]
