@@ -75,18 +75,21 @@ def _sse_frame(message: dict) -> bytes:
 
 
 class CallLog:
-    """One log line per call: channel, method, tool, status, outcome, duration."""
+    """One log line per call: channel, key, method, tool, status, outcome, duration."""
 
     def __init__(self, channel: str):
         self.started = time.monotonic()
         self.channel = channel
+        self.key = ""  # the stored prefix, never the key
         self.method = ""
         self.tool = ""
 
     def write(self, status: int, outcome: str) -> None:
         logger.info(
-            "mcp channel=%s method=%s tool=%s status=%s outcome=%s duration_ms=%.1f",
+            "mcp channel=%s key=%s method=%s tool=%s status=%s outcome=%s "
+            "duration_ms=%.1f",
             self.channel,
+            self.key or "-",
             self.method or "-",
             self.tool or "-",
             status,
@@ -133,6 +136,7 @@ async def _serve(
         else:
             response = _refusal(exc.status, FORBIDDEN, str(exc))
         return response, f"key refused ({exc.status})"
+    log.key = api_key.prefix
     retry_after = await ahit_rate_limit(api_key_id=api_key.pk)
     if retry_after is not None:
         message = f"Rate limit reached; retry in {retry_after} s."

@@ -153,8 +153,8 @@ def test_each_call_is_logged(mcp, caplog):
         mcp.call_tool("get_pages", {"document_id": 999, "page_start": 1, "page_end": 1})
     lines = [r.getMessage() for r in caplog.records if r.name == "mcp_endpoint"]
     assert any(
-        "channel=handbook method=tools/call tool=list_documents status=200 outcome=ok"
-        in line
+        "method=tools/call tool=list_documents status=200 outcome=ok" in line
+        and "channel=handbook key=qk_" in line
         for line in lines
     ), lines
     assert any(
