@@ -57,7 +57,7 @@ def _create_data(password: str) -> dict[str, int]:
     spec = json.loads(DEFINITION.read_text(encoding="utf-8"))
     channel = create_channel(
         slug=SLUG,
-        name="Playground browser test",
+        name="Demo documents (browser test)",
         fields=spec["fields"],
         newest_sort=spec["newest_sort"],
     )
