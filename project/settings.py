@@ -184,6 +184,9 @@ USE_TZ = True
 
 # Uploads and ingestion.
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
+# Any request body outside the MCP endpoint (a multi-file admin upload is the
+# largest); refused with 413 by project.body_limit before Django reads it.
+REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 256 * 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_NUMBER_FILES = env_int("UPLOAD_MAX_FILES", 100, minimum=1)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 PDF_MAX_PAGES = env_int("PDF_MAX_PAGES", 2000, minimum=1)
@@ -211,7 +214,10 @@ MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 1024 * 1024, minimum=1024)
 MCP_RATE_LIMIT_PER_MINUTE = env_int("MCP_RATE_LIMIT_PER_MINUTE", 600, minimum=0)
 MCP_MAX_RESULTS = env_int("MCP_MAX_RESULTS", 50, minimum=1)
 MCP_LIST_LIMIT_MAX = env_int("MCP_LIST_LIMIT_MAX", 100, minimum=1)
+# Ceiling over every channel's own get_pages cap (Channel.max_pages_per_call).
+MCP_MAX_PAGES_PER_CALL = env_int("MCP_MAX_PAGES_PER_CALL", 50, minimum=1)
 CITATION_URL_MAX_AGE = env_int("CITATION_URL_MAX_AGE", 3600, minimum=60)
+# Ceiling over every channel's own chat-model timeout (Channel.generator_timeout).
 CHAT_MODEL_TIMEOUT = env_float("CHAT_MODEL_TIMEOUT", 30.0, minimum=1.0)
 
 LOGGING = {
