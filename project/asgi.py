@@ -11,5 +11,7 @@ import os
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
+from project.body_limit import BodyLimitMiddleware
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-application = ASGIStaticFilesHandler(get_asgi_application())
+application = BodyLimitMiddleware(ASGIStaticFilesHandler(get_asgi_application()))
