@@ -6,6 +6,7 @@ import json
 from typing import Literal
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.core.files.storage import default_storage
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -91,12 +92,18 @@ def _page_image(page: Page) -> str | None:
         return base64.b64encode(handle.read()).decode("ascii")
 
 
+def pages_cap(channel: Channel) -> int:
+    """Pages one get_pages call may return: the channel's cap, never above the
+    server-wide MCP_MAX_PAGES_PER_CALL (an admin typo must not open a huge read)."""
+    return min(channel.max_pages_per_call, settings.MCP_MAX_PAGES_PER_CALL)
+
+
 def _read_pages(
     channel: Channel, document_id: int, start: int, end: int, kind: str
 ) -> list[dict]:
     if start > end:
         raise ToolError(f"page_start ({start}) is after page_end ({end}).")
-    cap = channel.max_pages_per_call
+    cap = pages_cap(channel)
     if end - start + 1 > cap:
         raise ToolError(
             f"At most {cap} pages per call; you asked for {end - start + 1} "
@@ -167,7 +174,7 @@ class GetPages(Tool):
 
     def description(self, channel: Channel) -> str:
         return (
-            f"{super().description(channel)} At most {channel.max_pages_per_call} "
+            f"{super().description(channel)} At most {pages_cap(channel)} "
             "pages per call."
         )
 
@@ -175,7 +182,7 @@ class GetPages(Tool):
         schema = super().input_schema(channel)
         schema["properties"]["page_end"]["description"] = (
             "Last page to return (inclusive); at most "
-            f"{channel.max_pages_per_call} pages from page_start."
+            f"{pages_cap(channel)} pages from page_start."
         )
         return schema
 
