@@ -135,3 +135,21 @@ def test_rag_search_chat_model_failure_is_a_tool_error(mcp, monkeypatch):
     monkeypatch.setattr(generation, "answer_question", fail)
     text = mcp.call_tool_expecting_error("rag_search", {"query": "holidays"})
     assert "retrieve_text_chunks" in text
+
+
+def test_rag_search_reports_progress_when_asked(mcp):
+    """With a progress token rag_search streams progress, then the answer."""
+    params = {
+        "name": "rag_search",
+        "arguments": {"query": "How many days of paid holiday?"},
+        "_meta": {"progressToken": "rag"},
+    }
+    response = mcp.send("tools/call", params)
+    assert response["Content-Type"] == "text/event-stream"
+    frames = [
+        json.loads(line.removeprefix("data: "))
+        for line in response.stream_body.decode().splitlines()
+        if line.startswith("data: ")
+    ]
+    assert [f["params"]["progress"] for f in frames[:-1]] == [0, 1]
+    assert "twenty five" in frames[-1]["result"]["structuredContent"]["answer"]

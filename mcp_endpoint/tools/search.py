@@ -107,10 +107,14 @@ class RagSearch(SearchTool):
         return copy.deepcopy(schemas.ANSWER_OUTPUT_SCHEMA)
 
     async def run(self, args: SearchArgs, ctx: CallContext) -> ToolResult:
+        # A chat model can take a while: clients that asked for progress get a
+        # streamed answer, which keeps idle proxies from closing the call.
+        await ctx.progress(0, 1, "Searching the collection and writing an answer")
         answer = await sync_to_async(generation.answer_question)(
             ctx.channel,
             args.query,
             document_ids=args.document_ids,
             metadata_filter=args.metadata_filter,
         )
+        await ctx.progress(1, 1, "Answer ready")
         return ToolResult([text_block(answer.text)], structured=answer.as_dict())
