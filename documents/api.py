@@ -25,11 +25,20 @@ from documents.models import Channel, Document, Page
 from documents.search.service import retrieve_chunks
 from documents.services import documents as document_services
 from documents.services.keys import KeyRejected, authenticate_api_key, digest_key
+from mcp_endpoint.ratelimit import hit_rate_limit
 from mcp_endpoint.services import submit_feedback
 
 router = Router()
 
-PROBLEM_CODES = frozenset({400, 401, 403, 404, 422})
+PROBLEM_CODES = frozenset({400, 401, 403, 404, 422, 429})
+
+
+class RateLimited(Exception):
+    """The key used up its requests for this minute (shared with MCP calls)."""
+
+    def __init__(self, retry_after: int):
+        super().__init__(f"Rate limit reached; retry in {retry_after} s.")
+        self.retry_after = retry_after
 
 
 # Authentication: both schemes hand the raw key on; every view then checks it
@@ -49,11 +58,15 @@ class ApiKeyHeader(APIKeyHeader):
 
 
 def open_channel(request: HttpRequest, slug: str) -> Channel:
-    """The channel `slug`, if the request's key opens it (else 404/401/403)."""
+    """The channel `slug`, if the request's key opens it (else 404/401/403) and
+    has requests left this minute (else 429)."""
     channel = Channel.objects.filter(slug=slug).first()
     if channel is None:
         raise Http404(f"There is no channel {slug!r}.")
     request.api_key = authenticate_api_key(request.auth, channel=channel)
+    retry_after = hit_rate_limit(api_key_id=request.api_key.pk)
+    if retry_after is not None:
+        raise RateLimited(retry_after)
     return channel
 
 

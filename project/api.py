@@ -17,7 +17,7 @@ from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.openapi.docs import Swagger
 
-from documents.api import ApiKeyHeader, BearerKey, router
+from documents.api import ApiKeyHeader, BearerKey, RateLimited, router
 from documents.filters import FilterError
 from documents.generation import GenerationError
 from documents.services.keys import KeyRejected
@@ -116,6 +116,11 @@ def bad_filter(request: HttpRequest, exc: FilterError) -> HttpResponse:
 def key_rejected(request: HttpRequest, exc: KeyRejected) -> HttpResponse:
     headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
     return problem(exc.status, str(exc), headers=headers)
+
+
+@api.exception_handler(RateLimited)
+def rate_limited(request: HttpRequest, exc: RateLimited) -> HttpResponse:
+    return problem(429, str(exc), headers={"Retry-After": str(exc.retry_after)})
 
 
 @api.exception_handler(AuthenticationError)

@@ -124,10 +124,13 @@ def test_api_key_header_works_like_bearer(handbook, key):
     assert topic["anyOf"][0]["enum"] == ["expenses", "holidays"]
 
 
-def test_document_list_filters_and_pages_like_list_documents(api, handbook):
+def test_document_list_filters_and_pages_like_list_documents(
+    api, handbook, django_assert_max_num_queries
+):
     """The list takes the same metadata_filter and paging as the MCP tool and is
-    sorted by the channel's newest sort."""
-    response = api.get("/api/channels/handbook/documents", {"limit": 1})
+    sorted by the channel's newest sort, in a fixed number of queries."""
+    with django_assert_max_num_queries(12):
+        response = api.get("/api/channels/handbook/documents", {"limit": 1})
     body = response.json()
     assert body["total_count"] == 2 and body["limit"] == 1
     assert [row["title"] for row in body["results"]] == ["Holiday policy"]
@@ -335,3 +338,13 @@ def test_openapi_schema_and_local_docs(client):
     assert "/static/ninja/swagger-ui-bundle.js" in html
     assert "cdn" not in html.lower()
     assert "default-src 'self'" in docs["Content-Security-Policy"]
+
+
+def test_requests_are_rate_limited_per_key(api, handbook, settings):
+    """Past MCP_RATE_LIMIT_PER_MINUTE requests (shared with MCP) a key gets a 429
+    problem with Retry-After."""
+    settings.MCP_RATE_LIMIT_PER_MINUTE = 1
+    assert api.get("/api/channels/handbook").status_code == 200
+    response = api.get("/api/channels/handbook")
+    assert_problem(response, 429)
+    assert 1 <= int(response["Retry-After"]) <= 60

@@ -86,8 +86,9 @@ def run_operation(operation, mode: GenerationMode, headers: dict, statuses: list
     check()
 
 
-def test_api_conforms_to_its_openapi_schema(api_schema, api_key):
+def test_api_conforms_to_its_openapi_schema(api_schema, api_key, settings):
     """No generated request gets a 5xx or a response that breaks the schema."""
+    settings.MCP_RATE_LIMIT_PER_MINUTE = 0  # hundreds of requests in one minute
     headers = {"Authorization": f"Bearer {api_key}"}
     operations = [result.ok() for result in api_schema.get_all_operations()]
     assert len(operations) >= 10
