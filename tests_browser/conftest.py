@@ -25,6 +25,7 @@ CHROMIUM_ARGS = [
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts"
 SLUG = "playground-browser"
+CHANNEL_NAME = "Demo documents (browser test)"
 STAFF_USERNAME = "playground-staff"
 DOCUMENTS = [
     "faa-amt-handbook-self-locking-nuts.pdf",
@@ -37,6 +38,7 @@ DOCUMENTS = [
 class Site:
     base_url: str
     slug: str
+    channel_name: str
     username: str
     password: str
     document_ids: dict[str, int]  # file name -> id
@@ -57,7 +59,7 @@ def _create_data(password: str) -> dict[str, int]:
     spec = json.loads(DEFINITION.read_text(encoding="utf-8"))
     channel = create_channel(
         slug=SLUG,
-        name="Demo documents (browser test)",
+        name=CHANNEL_NAME,
         fields=spec["fields"],
         newest_sort=spec["newest_sort"],
     )
@@ -122,7 +124,7 @@ def site(django_db_setup, django_db_blocker, tmp_path_factory):
     env = live.server_environment(media, live.new_conformance_key())
     process, base_url = live.start_server(env, workers=1)
     try:
-        yield Site(base_url, SLUG, STAFF_USERNAME, password, ids)
+        yield Site(base_url, SLUG, CHANNEL_NAME, STAFF_USERNAME, password, ids)
     finally:
         live.stop_server(process)
         with django_db_blocker.unblock():

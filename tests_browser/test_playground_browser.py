@@ -160,3 +160,31 @@ def test_errors_show_as_the_agent_sees_them(page, site):
     error = page.inner_text(".pg-error")
     assert "is after end" in error
     assert reply(page)["result"]["isError"] is True
+
+
+def test_admin_forms_work_under_the_csp(page, site):
+    """The admin's channel form (inline field rows), a document and the upload
+    form render and run their scripts without a CSP violation."""
+    log_in(page, site)
+    handbook = site.document_ids["faa-amt-handbook-self-locking-nuts.pdf"]
+    page.goto("/admin/documents/channel/")
+    page.click(f"#result_list a:text-is('{site.channel_name}')")
+    page.wait_for_selector(".inline-group")
+    page.click(".inline-group .add-row a")  # the admin's inline JavaScript
+    page.goto(f"/admin/documents/document/{handbook}/change/")
+    assert page.is_visible("#content-main")
+    page.goto("/admin/documents/document/upload/")
+    assert page.is_visible("#content-main")
+    assert csp_violations(page) == []
+
+
+def test_api_docs_run_from_local_files_under_the_csp(page, site):
+    """The interactive API docs load Swagger UI from this server and render the
+    operations, with no CSP violation and no request to another origin."""
+    origins = set()
+    page.on("request", lambda request: origins.add(request.url.split("/")[2]))
+    page.goto("/api/docs")
+    page.wait_for_selector(".opblock", timeout=20_000)
+    assert page.locator(".opblock").count() >= 10
+    assert origins == {site.base_url.split("/")[2]}
+    assert csp_violations(page) == []
