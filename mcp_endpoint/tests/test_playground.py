@@ -202,3 +202,58 @@ def test_playground_has_a_strict_csp(staff, handbook):
     assert "unsafe-inline" not in policy
     admin_policy = staff.get("/admin/")["Content-Security-Policy"]
     assert "default-src 'self'" in admin_policy
+
+
+@pytest.fixture
+def notices(make_channel, fake_embedder):
+    channel = make_channel(
+        "notices",
+        fields=[
+            {"name": "published", "type": "date", "filterable": True},
+            {"name": "urgent", "type": "boolean", "filterable": True},
+            {"name": "tags", "type": "string_list", "filterable": True},
+        ],
+    )
+    for day, urgent, tags in [(1, True, ["it"]), (9, False, ["it", "hr"])]:
+        add_document(
+            channel,
+            title=f"Notice {day}",
+            pages=[f"Notice of day {day}."],
+            metadata={"published": f"2025-01-0{day}", "urgent": urgent, "tags": tags},
+        )
+    return channel
+
+
+def test_dates_booleans_and_lists_become_the_filter_an_agent_sends(staff, notices):
+    """Date ranges, "latest", true/false and list values are sent in the shapes
+    the filter schema describes."""
+    ranged = run(
+        staff,
+        "notices",
+        tool="list_documents",
+        f_published_start="2025-01-01",
+        f_urgent="false",
+        f_tags=["hr", "it"],
+    )
+    arguments = ranged.context["call"].request["params"]["arguments"]
+    assert arguments["metadata_filter"] == {
+        "published": {"start": "2025-01-01"},
+        "urgent": False,
+        "tags": ["hr", "it"],
+    }
+    assert [row["title"] for row in ranged.context["documents"]] == ["Notice 9"]
+    latest = run(
+        staff,
+        "notices",
+        tool="list_documents",
+        f_published_start="2020-01-01",
+        f_published_latest="on",
+    )
+    assert latest.context["call"].request["params"]["arguments"]["metadata_filter"] == {
+        "published": "latest"
+    }
+    assert [row["title"] for row in latest.context["documents"]] == ["Notice 9"]
+    page = staff.get("/playground/notices/").content.decode()
+    assert 'type="date"' in page and 'name="f_published_latest"' in page
+    assert 'name="f_tags" multiple' in page
+    assert '<option value="true">true</option>' in page
