@@ -1,80 +1,41 @@
-"""REST routes for channels, documents, search, answers and feedback.
-
-Each view parses its input, calls one service or queryset method, and returns a
-`...Out` schema; errors are raised as the services' own exceptions and turned
-into problem details by project.api.
-"""
+"""The REST routes: one router, mounted at /api/ by project.api."""
 
 import json
 from dataclasses import asdict
-from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import reverse
-from ninja import Field, File, Form, Query, Router, Schema, Status
+from ninja import File, Form, Query, Router, Status
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
-from ninja.security import APIKeyHeader, HttpBearer
-from pydantic import BaseModel, ConfigDict
 
 from documents import generation, listing
+from documents.api.auth import channel_document, open_channel
+from documents.api.schemas import (
+    AnswerIn,
+    AnswerOut,
+    ChannelDetailOut,
+    ChannelOut,
+    DocumentListOut,
+    DocumentListQuery,
+    DocumentOut,
+    FeedbackIn,
+    FeedbackOut,
+    PageOut,
+    SearchIn,
+    SearchOut,
+    responses,
+)
 from documents.filters import filter_schema
 from documents.models import Channel, Document, Page
 from documents.search.service import retrieve_chunks
 from documents.services import documents as document_services
 from documents.services.keys import KeyRejected, authenticate_api_key, digest_key
-from mcp_endpoint.ratelimit import hit_rate_limit
 from mcp_endpoint.services import submit_feedback
 
 router = Router()
-
-PROBLEM_CODES = frozenset({400, 401, 403, 404, 422, 429})
-
-
-class RateLimited(Exception):
-    """The key used up its requests for this minute (shared with MCP calls)."""
-
-    def __init__(self, retry_after: int):
-        super().__init__(f"Rate limit reached; retry in {retry_after} s.")
-        self.retry_after = retry_after
-
-
-# Authentication: both schemes hand the raw key on; every view then checks it
-# against the channel it names with authenticate_api_key.
-
-
-class BearerKey(HttpBearer):
-    def authenticate(self, request: HttpRequest, token: str) -> str | None:
-        return token.strip() or None
-
-
-class ApiKeyHeader(APIKeyHeader):
-    param_name = "api-key"
-
-    def authenticate(self, request: HttpRequest, key: str | None) -> str | None:
-        return (key or "").strip() or None
-
-
-def open_channel(request: HttpRequest, slug: str) -> Channel:
-    """The channel `slug`, if the request's key opens it (else 404/401/403) and
-    has requests left this minute (else 429)."""
-    channel = Channel.objects.filter(slug=slug).first()
-    if channel is None:
-        raise Http404(f"There is no channel {slug!r}.")
-    request.api_key = authenticate_api_key(request.auth, channel=channel)
-    retry_after = hit_rate_limit(api_key_id=request.api_key.pk)
-    if retry_after is not None:
-        raise RateLimited(retry_after)
-    return channel
-
-
-def channel_document(channel: Channel, document_id: int) -> Document:
-    document = Document.objects.for_channel(channel).filter(pk=document_id).first()
-    if document is None:
-        raise Http404(f"Channel {channel.slug!r} has no document {document_id}.")
-    return document
 
 
 def parse_filter(raw: str | None) -> dict | None:
@@ -88,145 +49,6 @@ def parse_filter(raw: str | None) -> dict | None:
     if value is not None and not isinstance(value, dict):
         raise HttpError(400, "metadata_filter must be a JSON object.")
     return value
-
-
-# Schemas
-
-
-class ProblemOut(Schema):
-    type: str
-    title: str
-    status: int
-    detail: str
-    errors: list[dict] | None = None
-
-
-class MetadataFieldOut(Schema):
-    name: str
-    type: str
-    description: str
-    required: bool
-    filterable: bool
-
-
-class ChannelOut(Schema):
-    slug: str
-    name: str
-    description: str
-    mcp_path: str
-    tools: list[str]
-    fields: list[MetadataFieldOut]
-
-
-class ChannelDetailOut(ChannelOut):
-    metadata_filter_schema: dict = Field(
-        description="JSON schema of metadata_filter for this channel."
-    )
-
-
-class DocumentOut(Schema):
-    id: int
-    title: str
-    filename: str
-    content_type: str
-    size: int
-    status: str
-    status_reason: str
-    page_count: int
-    chunk_count: int
-    metadata: dict
-    created_at: datetime
-    ingested_at: datetime | None
-
-
-class DocumentSummaryOut(BaseModel):
-    """A row of list_documents: id, title, pages, then the filterable fields."""
-
-    # A plain pydantic model: ninja's Schema would drop the channel's own fields.
-    model_config = ConfigDict(extra="allow")
-    id: int
-    title: str
-    number_of_pages: int
-
-
-class DocumentListOut(Schema):
-    total_count: int
-    offset: int
-    limit: int
-    results: list[DocumentSummaryOut]
-
-
-class DocumentListQuery(Schema):
-    metadata_filter: str | None = Field(
-        None, description='JSON object, e.g. {"kind": "guide"}; see the channel.'
-    )
-    offset: int = Field(0, ge=0)
-    limit: int = Field(25, ge=1, description="Capped at MCP_LIST_LIMIT_MAX.")
-    newest_first: bool = True
-
-
-class PageOut(Schema):
-    document_id: int
-    number: int
-    text: str
-    has_text: bool
-    image_url: str | None
-
-
-class SearchIn(Schema):
-    query: str = Field(min_length=1)
-    document_ids: list[int] | None = Field(
-        None, description="Search only these documents; metadata_filter is ignored."
-    )
-    metadata_filter: dict | None = None
-    limit: int | None = Field(None, ge=1, description="Capped at MCP_MAX_RESULTS.")
-
-
-class ChunkOut(Schema):
-    chunk_id: int
-    document_id: int
-    document_title: str
-    page_number: int
-    text: str
-    score: float
-    metadata: dict
-
-
-class SearchOut(Schema):
-    chunks: list[ChunkOut]
-
-
-class AnswerIn(Schema):
-    query: str = Field(min_length=1)
-    document_ids: list[int] | None = None
-    metadata_filter: dict | None = None
-
-
-class CitationOut(Schema):
-    document_id: int
-    page_number: int
-    chunk_id: int
-    quote: str
-
-
-class AnswerOut(Schema):
-    answer: str
-    citations: list[CitationOut]
-
-
-class FeedbackIn(Schema):
-    query: str = Field(min_length=1)
-    answer: str = Field(min_length=1)
-    score: int = Field(ge=1, le=5, description="1 (useless) to 5 (excellent).")
-    comment: str = Field("", max_length=5000)
-
-
-class FeedbackOut(Schema):
-    id: int
-
-
-def _responses(ok: dict) -> dict:
-    return {**ok, **dict.fromkeys(PROBLEM_CODES, ProblemOut)}
 
 
 def _channel_out(channel: Channel) -> dict:
@@ -260,9 +82,7 @@ def _document_out(document: Document) -> dict:
 # Channels
 
 
-@router.get(
-    "/channels", response=_responses({200: list[ChannelOut]}), tags=["channels"]
-)
+@router.get("/channels", response=responses({200: list[ChannelOut]}), tags=["channels"])
 def list_channels(request: HttpRequest):
     """The channels the key opens, by slug."""
     channels = list(
@@ -278,7 +98,7 @@ def list_channels(request: HttpRequest):
 
 
 @router.get(
-    "/channels/{slug}", response=_responses({200: ChannelDetailOut}), tags=["channels"]
+    "/channels/{slug}", response=responses({200: ChannelDetailOut}), tags=["channels"]
 )
 def get_channel(request: HttpRequest, slug: str):
     """One channel: its fields, enabled MCP tools and metadata_filter schema."""
@@ -291,7 +111,7 @@ def get_channel(request: HttpRequest, slug: str):
 
 @router.get(
     "/channels/{slug}/documents",
-    response=_responses({200: DocumentListOut}),
+    response=responses({200: DocumentListOut}),
     tags=["documents"],
 )
 def list_channel_documents(
@@ -310,7 +130,7 @@ def list_channel_documents(
 
 @router.post(
     "/channels/{slug}/documents",
-    response=_responses({202: DocumentOut}),
+    response=responses({202: DocumentOut}),
     tags=["documents"],
 )
 def upload_document(
@@ -342,7 +162,7 @@ def upload_document(
 
 @router.get(
     "/channels/{slug}/documents/{document_id}",
-    response=_responses({200: DocumentOut}),
+    response=responses({200: DocumentOut}),
     tags=["documents"],
 )
 def get_document(request: HttpRequest, slug: str, document_id: int):
@@ -353,7 +173,7 @@ def get_document(request: HttpRequest, slug: str, document_id: int):
 
 @router.delete(
     "/channels/{slug}/documents/{document_id}",
-    response=_responses({204: None}),
+    response=responses({204: None}),
     tags=["documents"],
 )
 def delete_document(request: HttpRequest, slug: str, document_id: int):
@@ -365,7 +185,7 @@ def delete_document(request: HttpRequest, slug: str, document_id: int):
 
 @router.post(
     "/channels/{slug}/documents/{document_id}/reingest",
-    response=_responses({202: DocumentOut}),
+    response=responses({202: DocumentOut}),
     tags=["documents"],
 )
 def reingest_document(request: HttpRequest, slug: str, document_id: int):
@@ -390,7 +210,7 @@ def _page(channel: Channel, document_id: int, number: int) -> Page:
 
 @router.get(
     "/channels/{slug}/documents/{document_id}/pages/{number}",
-    response=_responses({200: PageOut}),
+    response=responses({200: PageOut}),
     tags=["documents"],
 )
 def get_page(request: HttpRequest, slug: str, document_id: int, number: int):
@@ -413,7 +233,7 @@ def get_page(request: HttpRequest, slug: str, document_id: int, number: int):
 
 @router.get(
     "/channels/{slug}/documents/{document_id}/pages/{number}/image",
-    response=_responses({200: None}),
+    response=responses({200: None}),
     tags=["documents"],
     openapi_extra={
         "responses": {
@@ -440,7 +260,7 @@ def get_page_image(request: HttpRequest, slug: str, document_id: int, number: in
 
 
 @router.post(
-    "/channels/{slug}/search", response=_responses({200: SearchOut}), tags=["search"]
+    "/channels/{slug}/search", response=responses({200: SearchOut}), tags=["search"]
 )
 def search(request: HttpRequest, slug: str, body: SearchIn):
     """The best passages for a query, as retrieve_text_chunks returns them."""
@@ -456,7 +276,7 @@ def search(request: HttpRequest, slug: str, body: SearchIn):
 
 
 @router.post(
-    "/channels/{slug}/answer", response=_responses({200: AnswerOut}), tags=["search"]
+    "/channels/{slug}/answer", response=responses({200: AnswerOut}), tags=["search"]
 )
 def answer(request: HttpRequest, slug: str, body: AnswerIn):
     """An answer citing its sources inline as [Document <id>, Page <n>]."""
@@ -472,7 +292,7 @@ def answer(request: HttpRequest, slug: str, body: AnswerIn):
 
 @router.post(
     "/channels/{slug}/feedback",
-    response=_responses({201: FeedbackOut}),
+    response=responses({201: FeedbackOut}),
     tags=["feedback"],
 )
 def send_feedback(request: HttpRequest, slug: str, body: FeedbackIn):

@@ -1,0 +1,52 @@
+"""API keys for the REST API: the same keys, checks and rate limit as MCP."""
+
+from django.http import Http404, HttpRequest
+from ninja.security import APIKeyHeader, HttpBearer
+
+from documents.models import Channel, Document
+from documents.services.keys import authenticate_api_key
+from mcp_endpoint.ratelimit import hit_rate_limit
+
+
+class RateLimited(Exception):
+    """The key used up its requests for this minute (shared with MCP calls)."""
+
+    def __init__(self, retry_after: int):
+        super().__init__(f"Rate limit reached; retry in {retry_after} s.")
+        self.retry_after = retry_after
+
+
+# Authentication: both schemes hand the raw key on; every view then checks it
+# against the channel it names with authenticate_api_key.
+
+
+class BearerKey(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str) -> str | None:
+        return token.strip() or None
+
+
+class ApiKeyHeader(APIKeyHeader):
+    param_name = "api-key"
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> str | None:
+        return (key or "").strip() or None
+
+
+def open_channel(request: HttpRequest, slug: str) -> Channel:
+    """The channel `slug`, if the request's key opens it (else 404/401/403) and
+    has requests left this minute (else 429)."""
+    channel = Channel.objects.filter(slug=slug).first()
+    if channel is None:
+        raise Http404(f"There is no channel {slug!r}.")
+    request.api_key = authenticate_api_key(request.auth, channel=channel)
+    retry_after = hit_rate_limit(api_key_id=request.api_key.pk)
+    if retry_after is not None:
+        raise RateLimited(retry_after)
+    return channel
+
+
+def channel_document(channel: Channel, document_id: int) -> Document:
+    document = Document.objects.for_channel(channel).filter(pk=document_id).first()
+    if document is None:
+        raise Http404(f"Channel {channel.slug!r} has no document {document_id}.")
+    return document

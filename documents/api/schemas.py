@@ -1,0 +1,146 @@
+"""Request (`XIn`) and response (`XOut`) schemas of the REST API."""
+
+from datetime import datetime
+
+from ninja import Field, Schema
+from pydantic import BaseModel, ConfigDict
+
+# Every operation documents these as problem details (see project.api).
+PROBLEM_CODES = frozenset({400, 401, 403, 404, 422, 429})
+
+
+class ProblemOut(Schema):
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[dict] | None = None
+
+
+class MetadataFieldOut(Schema):
+    name: str
+    type: str
+    description: str
+    required: bool
+    filterable: bool
+
+
+class ChannelOut(Schema):
+    slug: str
+    name: str
+    description: str
+    mcp_path: str
+    tools: list[str]
+    fields: list[MetadataFieldOut]
+
+
+class ChannelDetailOut(ChannelOut):
+    metadata_filter_schema: dict = Field(
+        description="JSON schema of metadata_filter for this channel."
+    )
+
+
+class DocumentOut(Schema):
+    id: int
+    title: str
+    filename: str
+    content_type: str
+    size: int
+    status: str
+    status_reason: str
+    page_count: int
+    chunk_count: int
+    metadata: dict
+    created_at: datetime
+    ingested_at: datetime | None
+
+
+class DocumentSummaryOut(BaseModel):
+    """A row of list_documents: id, title, pages, then the filterable fields."""
+
+    # A plain pydantic model: ninja's Schema would drop the channel's own fields.
+    model_config = ConfigDict(extra="allow")
+    id: int
+    title: str
+    number_of_pages: int
+
+
+class DocumentListOut(Schema):
+    total_count: int
+    offset: int
+    limit: int
+    results: list[DocumentSummaryOut]
+
+
+class DocumentListQuery(Schema):
+    metadata_filter: str | None = Field(
+        None, description='JSON object, e.g. {"kind": "guide"}; see the channel.'
+    )
+    offset: int = Field(0, ge=0)
+    limit: int = Field(25, ge=1, description="Capped at MCP_LIST_LIMIT_MAX.")
+    newest_first: bool = True
+
+
+class PageOut(Schema):
+    document_id: int
+    number: int
+    text: str
+    has_text: bool
+    image_url: str | None
+
+
+class SearchIn(Schema):
+    query: str = Field(min_length=1)
+    document_ids: list[int] | None = Field(
+        None, description="Search only these documents; metadata_filter is ignored."
+    )
+    metadata_filter: dict | None = None
+    limit: int | None = Field(None, ge=1, description="Capped at MCP_MAX_RESULTS.")
+
+
+class ChunkOut(Schema):
+    chunk_id: int
+    document_id: int
+    document_title: str
+    page_number: int
+    text: str
+    score: float
+    metadata: dict
+
+
+class SearchOut(Schema):
+    chunks: list[ChunkOut]
+
+
+class AnswerIn(Schema):
+    query: str = Field(min_length=1)
+    document_ids: list[int] | None = None
+    metadata_filter: dict | None = None
+
+
+class CitationOut(Schema):
+    document_id: int
+    page_number: int
+    chunk_id: int
+    quote: str
+
+
+class AnswerOut(Schema):
+    answer: str
+    citations: list[CitationOut]
+
+
+class FeedbackIn(Schema):
+    query: str = Field(min_length=1)
+    answer: str = Field(min_length=1)
+    score: int = Field(ge=1, le=5, description="1 (useless) to 5 (excellent).")
+    comment: str = Field("", max_length=5000)
+
+
+class FeedbackOut(Schema):
+    id: int
+
+
+def responses(ok: dict) -> dict:
+    """An operation's responses: `ok` plus the problem-details codes."""
+    return {**ok, **dict.fromkeys(PROBLEM_CODES, ProblemOut)}
