@@ -190,6 +190,9 @@ REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 256 * 1024 * 1024, minimum=1024
 DATA_UPLOAD_MAX_NUMBER_FILES = env_int("UPLOAD_MAX_FILES", 100, minimum=1)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 PDF_MAX_PAGES = env_int("PDF_MAX_PAGES", 2000, minimum=1)
+PDF_PARSE_TIMEOUT = env_float("PDF_PARSE_TIMEOUT", 300.0, minimum=1.0)
+PDF_PARSE_MEMORY_MB = env_int("PDF_PARSE_MEMORY_MB", 3072, minimum=256)
+TEXT_PAGE_MAX_CHARS = env_int("TEXT_PAGE_MAX_CHARS", 20000, minimum=1000)
 PAGE_IMAGE_WIDTH = env_int("PAGE_IMAGE_WIDTH", 1000, minimum=100)
 CHUNK_SIZE = env_int("CHUNK_SIZE", 1000, minimum=100)
 CHUNK_OVERLAP = env_int("CHUNK_OVERLAP", 150, minimum=0)
@@ -207,6 +210,7 @@ EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0, minimum=0)
 
 # MCP endpoint.
 MCP_ENABLED = env_bool("MCP_ENABLED", True)
+MCP_PAGE_SIZE = env_int("MCP_PAGE_SIZE", 100, minimum=1)
 MCP_ALLOWED_ORIGINS = env_list(
     "MCP_ALLOWED_ORIGINS", ["http://127.0.0.1", "http://localhost"]
 )
