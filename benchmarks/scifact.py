@@ -77,22 +77,52 @@ def document_text(item: dict) -> str:
     return f"{title}\n\n{item['text']}" if title else item["text"]
 
 
-def ingest(channel: Channel, corpus: list[dict], path: str) -> None:
-    started = time.perf_counter()
-    if path == "services":
-        from documents.services.documents import create_document, ingest_document
+def ingest_through_services(channel_id: int, items: list[dict], worker: int) -> None:
+    """Upload and ingest documents one by one, as the admin or API would."""
+    from documents.services.documents import create_document, ingest_document
 
-        for index, item in enumerate(corpus, start=1):
-            document = create_document(
-                channel=channel,
-                file=ContentFile(document_text(item).encode("utf-8")),
-                filename=f"{item['_id']}.txt",
-                title=(item.get("title") or "").strip(),
-                content_type="text/plain",
+    channel = Channel.objects.get(pk=channel_id)
+    for index, item in enumerate(items, start=1):
+        document = create_document(
+            channel=channel,
+            file=ContentFile(document_text(item).encode("utf-8")),
+            filename=f"{item['_id']}.txt",
+            title=(item.get("title") or "").strip(),
+            content_type="text/plain",
+        )
+        ingest_document(document_id=document.pk)
+        if index % 250 == 0:
+            print(
+                f"  worker {worker}: ingested {index}/{len(items)}",
+                file=sys.stderr,
+                flush=True,
             )
-            ingest_document(document_id=document.pk)
-            if index % 250 == 0:
-                print(f"  ingested {index}/{len(corpus)}", file=sys.stderr, flush=True)
+
+
+def ingest(channel: Channel, corpus: list[dict], path: str, workers: int = 1) -> None:
+    started = time.perf_counter()
+    if path == "services" and workers > 1:
+        import multiprocessing
+
+        from django.db import connections
+
+        connections.close_all()
+        context = multiprocessing.get_context("spawn")
+        processes = [
+            context.Process(
+                target=ingest_through_services,
+                args=(channel.pk, corpus[worker::workers], worker),
+            )
+            for worker in range(workers)
+        ]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join()
+        if any(process.exitcode for process in processes):
+            raise SystemExit("an ingestion worker failed; rerun to resume")
+    elif path == "services":
+        ingest_through_services(channel.pk, corpus, 0)
     else:
         from documents.search.testing import add_documents
 
@@ -117,7 +147,9 @@ def ingest(channel: Channel, corpus: list[dict], path: str) -> None:
     )
 
 
-def prepare_channel(corpus: list[dict], *, reweight: bool = False) -> Channel:
+def prepare_channel(
+    corpus: list[dict], *, reweight: bool = False, workers: int = 1
+) -> Channel:
     """The benchmark channel for this corpus, ingesting whatever is missing (a
     run that was stopped resumes where it stopped)."""
     from documents.services.channels import create_channel
@@ -146,7 +178,7 @@ def prepare_channel(corpus: list[dict], *, reweight: bool = False) -> Channel:
             f"channel {slug}: ingesting {len(missing)} of {len(corpus)} documents",
             file=sys.stderr,
         )
-        ingest(channel, missing, path)
+        ingest(channel, missing, path, workers)
     else:
         print(f"reusing channel {slug} ({len(corpus)} documents)", file=sys.stderr)
     if missing or reweight:
@@ -264,10 +296,16 @@ def main() -> None:
         action="store_true",
         help="recompute the stored BM25 weights of a reused channel first",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="ingestion processes (default: one per core)",
+    )
     args = parser.parse_args()
     call_command("migrate", verbosity=0, interactive=False)
     corpus, queries, qrels = load_beir(args.data)
-    channel = prepare_channel(corpus, reweight=args.reweight)
+    channel = prepare_channel(corpus, reweight=args.reweight, workers=args.workers)
     run(channel, queries, qrels)
 
 
