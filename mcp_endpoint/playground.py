@@ -55,9 +55,9 @@ def _mcp_servers_snippet(request: HttpRequest, channel: Channel) -> str:
 @csp_override(PLAYGROUND_CSP)
 def choose_channel(request: HttpRequest) -> HttpResponse:
     """/playground/?channel=<slug> opens that channel; without one, the list."""
-    slug = request.GET.get("channel")
-    if slug:
-        return redirect("playground:channel", slug=slug)
+    channel = Channel.objects.filter(slug=request.GET.get("channel") or "").first()
+    if channel is not None:
+        return redirect("playground:channel", slug=channel.slug)
     context = {
         **admin.site.each_context(request),
         "title": "Playground",

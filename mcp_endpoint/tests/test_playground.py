@@ -33,6 +33,7 @@ def test_channel_list_and_choice(staff, handbook, papers):
     assert b"/playground/papers/" in response.content
     chosen = staff.get("/playground/", {"channel": "papers"})
     assert chosen["Location"] == "/playground/papers/"
+    assert staff.get("/playground/", {"channel": "no such/one"}).status_code == 200
 
 
 def test_admin_channel_list_links_to_the_playground(staff, handbook):
