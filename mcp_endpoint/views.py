@@ -124,8 +124,6 @@ async def _serve(
         response["Allow"] = "POST"
         return response, "method refused"
     channel = await Channel.objects.filter(slug=channel_slug).afirst()
-    if channel is None:
-        return _refusal(404, INVALID_REQUEST, "No channel here"), "no channel"
     try:
         api_key = await aauthenticate_api_key(
             auth.api_key_from(request), channel=channel
@@ -136,6 +134,8 @@ async def _serve(
         else:
             response = _refusal(exc.status, FORBIDDEN, str(exc))
         return response, f"key refused ({exc.status})"
+    if channel is None:  # told only to a valid key, so names can't be probed
+        return _refusal(404, INVALID_REQUEST, "No channel here"), "no channel"
     log.key = api_key.prefix
     retry_after = await ahit_rate_limit(api_key_id=api_key.pk)
     if retry_after is not None:

@@ -58,8 +58,13 @@ class KeyRejected(Exception):
         self.status = status
 
 
-def authenticate_api_key(raw_key: str | None, *, channel: Channel) -> ApiKey:
-    """The active key for raw_key that opens channel, or KeyRejected."""
+def authenticate_api_key(raw_key: str | None, *, channel: Channel | None) -> ApiKey:
+    """The active key for raw_key that opens channel, or KeyRejected.
+
+    With channel=None only the key itself is checked: callers use that to answer
+    an unknown channel with 404 only to a valid key, so that channel names can't
+    be probed without one.
+    """
     if not raw_key:
         raise KeyRejected("An API key is required.", status=401)
     digest = digest_key(raw_key)
@@ -73,7 +78,7 @@ def authenticate_api_key(raw_key: str | None, *, channel: Channel) -> ApiKey:
         raise KeyRejected("This API key has been revoked.", status=401)
     if api_key.expires_at is not None and api_key.expires_at <= now:
         raise KeyRejected("This API key has expired.", status=401)
-    if not api_key.channels.filter(pk=channel.pk).exists():
+    if channel is not None and not api_key.channels.filter(pk=channel.pk).exists():
         raise KeyRejected("This API key does not open this channel.", status=403)
     # Record use at most once a minute per key, to keep hot paths free of writes.
     if (

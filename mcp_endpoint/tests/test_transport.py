@@ -67,6 +67,15 @@ def test_unknown_channel_is_404(handbook_key):
     assert response.status_code == 404
 
 
+@pytest.mark.parametrize("key", [None, "qk_not-a-key"])
+def test_unknown_channel_without_a_valid_key_is_401(handbook, key):
+    """Without a valid key an unknown slug looks like a known one (401), so
+    channel names can't be probed."""
+    unknown = McpClient("nowhere", key).send("tools/list")
+    known = McpClient("handbook", key).send("tools/list")
+    assert unknown.status_code == known.status_code == 401
+
+
 def test_foreign_origin_is_refused_with_403(mcp):
     """An Origin that is not on MCP_ALLOWED_ORIGINS gets 403."""
     response = mcp.send("tools/list", Origin="http://evil.example.com")
