@@ -188,3 +188,23 @@ def test_api_docs_run_from_local_files_under_the_csp(page, site):
     assert page.locator(".opblock").count() >= 10
     assert origins == {site.base_url.split("/")[2]}
     assert csp_violations(page) == []
+
+
+def test_playground_works_without_javascript(browser, site):
+    """With JavaScript off every field shows and the form still runs a tool."""
+    context = browser.new_context(base_url=site.base_url, java_script_enabled=False)
+    try:
+        page = context.new_page()
+        log_in(page, site)
+        page.goto("/playground/")
+        page.click(f"a[href='/playground/{site.slug}/']")
+        page.select_option("#id_channel", site.slug)
+        page.click(".pg-channel-form button")  # shown only without JavaScript
+        page.wait_for_url(f"**/playground/{site.slug}/")
+        assert page.is_visible("#id_query") and page.is_visible("#id_document_id")
+        choose_tool(page, "retrieve_text_chunks")
+        page.fill("#id_query", "metadata filters")
+        run_tool(page)
+        assert page.locator(".pg-chunk").count() > 0
+    finally:
+        context.close()
