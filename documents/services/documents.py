@@ -35,6 +35,7 @@ from documents.metadata import clean_metadata
 from documents.models import Channel, Chunk, Document, Page
 from documents.search import indexing
 from documents.services.channels import bump_corpus_version
+from documents.services.recovery import ingestion_lease
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +119,14 @@ def create_document(
         status=Status.PENDING,
     )
     with transaction.atomic():
-        document.file.save(name, file, save=False)
+        try:
+            document.file.save(name, file, save=False)
+        except OSError as exc:
+            logger.exception("Storing %s failed", name)
+            raise ValidationError(
+                f"{name} could not be stored ({exc.strerror or exc}); nothing was "
+                "saved. Try again later, or ask an administrator."
+            ) from exc
         try:
             document.save()
         except BaseException:
@@ -175,6 +183,12 @@ def ingest_document(*, document_id: int) -> Document:
     and no chunks. Raises Document.DoesNotExist if the document is (or gets)
     deleted.
     """
+    # The lease tells recovery (services/recovery.py) this ingestion is alive.
+    with ingestion_lease(document_id):
+        return _ingest(document_id)
+
+
+def _ingest(document_id: int) -> Document:
     document = _start_processing(document_id)
     new_images: dict[int, str] = {}
     try:
