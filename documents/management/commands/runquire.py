@@ -34,7 +34,7 @@ def _raise_stop(signum, frame):
 class Command(BaseCommand):
     help = (
         "Serve Quire with uvicorn and run the ingestion worker (manage.py "
-        "db_worker) beside it, until Ctrl-C."
+        "ingest_worker) beside it, until Ctrl-C."
     )
 
     def add_arguments(self, parser):
@@ -49,7 +49,7 @@ class Command(BaseCommand):
             "--no-worker",
             dest="worker",
             action="store_false",
-            help="Serve only; run `manage.py db_worker` elsewhere.",
+            help="Serve only; run `manage.py ingest_worker` elsewhere.",
         )
 
     def handle(self, *args, host, port, demo, worker, **options):
@@ -76,7 +76,7 @@ class Command(BaseCommand):
             commands["worker"] = [
                 sys.executable,
                 str(settings.BASE_DIR / "manage.py"),
-                "db_worker",
+                "ingest_worker",
                 "--no-reload",
                 "--no-startup-delay",
             ]
