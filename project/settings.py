@@ -161,7 +161,8 @@ if _storage_backend == "s3":
     }
 else:
     _file_storage = {
-        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        # All-or-nothing writes: a failed write leaves no partial file.
+        "BACKEND": "project.storage.AtomicFileSystemStorage",
         "OPTIONS": {"location": MEDIA_ROOT},
     }
 STORAGES = {
