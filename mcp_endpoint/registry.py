@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from django.core.signals import setting_changed
 from pydantic import BaseModel, ValidationError
 
 from documents.models import ApiKey, Channel
@@ -217,7 +218,11 @@ class Tool:
         Arguments the channel's schema leaves out (e.g. `newest_first` without a
         newest sort) are unknown here even though `Args` knows them.
         """
-        allowed = set(self.input_schema(channel).get("properties", {}))
+        definition = registry.cached_tool_definitions(channel, build=True).get(
+            self.name
+        )
+        schema = definition["inputSchema"] if definition else self.input_schema(channel)
+        allowed = set(schema.get("properties", {}))
         unknown = sorted(set(arguments) - allowed)
         if unknown:
             raise ToolError(
@@ -317,11 +322,16 @@ class _Entry:
         return self.channel_slugs is None or channel.slug in self.channel_slugs
 
 
+# Tool definitions of this many channel versions stay in memory per process.
+DEFINITIONS_CACHE_SIZE = 256
+
+
 class Registry:
     """Tools, resources, templates and prompts, in registration order."""
 
     def __init__(self) -> None:
         self._entries: list[_Entry] = []
+        self._definitions: dict[tuple, dict[str, dict]] = {}
 
     def register(self, item: Any, *, channel_slugs: Iterable[str] | None = None):
         """Serve `item` (an instance) in every channel, or only in `channel_slugs`."""
@@ -329,11 +339,38 @@ class Registry:
         self._entries = [e for e in self._entries if self._key(e.item) != name]
         slugs = frozenset(channel_slugs) if channel_slugs is not None else None
         self._entries.append(_Entry(item, slugs))
+        self.clear_definitions()
         return item
 
     def unregister(self, item: Any) -> None:
         name = self._key(item)
         self._entries = [e for e in self._entries if self._key(e.item) != name]
+        self.clear_definitions()
+
+    def clear_definitions(self, **kwargs: Any) -> None:
+        self._definitions = {}
+
+    def cached_tool_definitions(
+        self, channel: Channel, *, build: bool = False
+    ) -> dict[str, dict]:
+        """{name: definition} of the channel's tools, read-only, built once per
+        channel version.
+
+        Filter schemas (fields, enums of values in use) change only with the
+        corpus, and every corpus or field change bumps `corpus_version`; channel
+        settings change `updated_at`. Without `build`, a miss returns {} so async
+        callers can skip a thread hop when the definitions are cached.
+        """
+        key = (channel.pk, channel.corpus_version, channel.updated_at)
+        definitions = self._definitions.get(key)
+        if definitions is None and build:
+            definitions = {
+                tool.name: tool.definition(channel) for tool in self.tools(channel)
+            }
+            if len(self._definitions) >= DEFINITIONS_CACHE_SIZE:
+                self._definitions = {}
+            self._definitions[key] = definitions
+        return definitions or {}
 
     @staticmethod
     def _key(item: Any) -> tuple[str, str]:
@@ -378,3 +415,5 @@ class Registry:
 
 
 registry = Registry()
+# Caps such as MCP_LIST_LIMIT_MAX appear in the schemas (tests change them).
+setting_changed.connect(registry.clear_definitions)
