@@ -130,11 +130,15 @@ async def handle_set_level(params: dict, ctx: CallContext) -> dict:
 
 
 def _tool_definitions(channel: Channel) -> list[dict]:
-    return [tool.definition(channel) for tool in registry.tools(channel)]
+    return list(registry.cached_tool_definitions(channel, build=True).values())
 
 
 async def handle_tools_list(params: dict, ctx: CallContext) -> dict:
-    tools = await sync_to_async(_tool_definitions)(ctx.channel)
+    cached = registry.cached_tool_definitions(ctx.channel)
+    if cached:
+        tools = list(cached.values())
+    else:
+        tools = await sync_to_async(_tool_definitions)(ctx.channel)
     page, extra = _paginate(tools, params)
     return {"tools": page, **extra}
 
