@@ -7,7 +7,7 @@ functions, so every path validates and stores documents the same way.
 import logging
 import tempfile
 from functools import partial
-from pathlib import Path, PurePath
+from pathlib import Path, PureWindowsPath
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -81,7 +81,8 @@ def create_document(
     """
     if not isinstance(file, File):
         file = File(file)
-    name = PurePath(filename or file.name or "").name
+    # Windows paths split on both separators, so "..\\x.txt" loses its path too.
+    name = PureWindowsPath(filename or file.name or "").name
     errors: list[str] = []
     if not name:
         errors.append("The file needs a name.")
