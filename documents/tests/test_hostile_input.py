@@ -1,0 +1,248 @@
+"""Hostile uploads: path traversal in file names, PDF bombs, oversized files, and
+HTML/script inside documents shown in the admin (always escaped)."""
+
+import json
+import os
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from documents.models import Document
+from documents.services.documents import create_document, ingest_document
+from documents.services.keys import create_api_key
+
+pytestmark = pytest.mark.django_db
+
+SCRIPT = "<script>alert('pwned')</script>"
+IMG = '<img src=x onerror="alert(1)">'
+
+
+def _pdf(objects: list[bytes]) -> bytes:
+    """A PDF made of the given object bodies, object 1 being the catalog."""
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+def declared_pages_bomb(pages: int) -> bytes:
+    """A small file whose page tree lists one page object `pages` times."""
+    return _pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b"3 0 R " * pages, pages),
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>",
+        ]
+    )
+
+
+def page_tree_doubling_bomb(depth: int = 30) -> bytes:
+    """A 3 KB page tree whose every level lists its child twice: 2**depth pages."""
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>"]
+    for level in range(depth):
+        node, child = 2 + level, 3 + level
+        parent = b"" if level == 0 else b" /Parent %d 0 R" % (node - 1)
+        objects.append(
+            b"<< /Type /Pages /Kids [%d 0 R %d 0 R] /Count %d%s >>"
+            % (child, child, 2 ** (depth - level), parent)
+        )
+    objects.append(
+        b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] >>" % (depth + 1)
+    )
+    return _pdf(objects)
+
+
+def nesting_bomb(depth: int = 200_000) -> bytes:
+    """A catalog entry nested 200,000 arrays deep (parser recursion)."""
+    return _pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R /Junk %s%s >>"
+            % (b"[" * depth, b"]" * depth),
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>",
+        ]
+    )
+
+
+def _upload(name: str, data: bytes, content_type: str) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, data, content_type=content_type)
+
+
+@pytest.mark.parametrize(
+    "filename",
+    [
+        "../../../../etc/passwd.txt",
+        "..\\..\\..\\windows\\evil.txt",
+        "/etc/cron.d/evil.txt",
+        "notes/../../../outside.txt",
+        "....//....//x.txt",
+        "%2e%2e%2fencoded.txt",
+        "ev\u202eil.txt",
+    ],
+)
+def test_path_traversal_in_file_names_stays_inside_the_channel_folder(
+    make_channel, settings, filename
+):
+    """Whatever the file name says, the original is stored under the channel's
+    originals folder inside MEDIA_ROOT, and the stored name has no path."""
+    channel = make_channel()
+    document = create_document(
+        channel=channel,
+        file=_upload(filename, b"hello", "text/plain"),
+        filename=filename,
+        enqueue=False,
+    )
+    root = os.path.realpath(settings.STORAGES["default"]["OPTIONS"]["location"])
+    stored = os.path.realpath(document.file.path)
+    assert stored.startswith(os.path.join(root, f"channels/{channel.pk}/originals/"))
+    assert "/" not in document.original_filename
+    assert ".." not in os.path.relpath(stored, root)
+    with open(stored, "rb") as handle:
+        assert handle.read() == b"hello"
+
+
+def test_path_traversal_through_the_rest_api_upload(client, make_channel, settings):
+    """A multipart upload whose file name climbs directories lands inside the
+    channel's folder too."""
+    channel = make_channel()
+    key = create_api_key(name="uploader", channels=[channel]).raw_key
+    upload = _upload("../../../../tmp/evil.txt", b"hello", "text/plain")
+    response = client.post(
+        f"/api/channels/{channel.slug}/documents",
+        {"file": upload},
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    assert response.status_code in (202, 403), response.content
+    if response.status_code == 202:
+        document = Document.objects.get(pk=response.json()["id"])
+        root = os.path.realpath(settings.STORAGES["default"]["OPTIONS"]["location"])
+        assert os.path.realpath(document.file.path).startswith(root + os.sep)
+        assert document.original_filename == "evil.txt"
+
+
+def test_oversized_upload_is_refused_with_a_clear_message(make_channel, settings):
+    """A file over UPLOAD_MAX_BYTES is refused before it is stored, saying its
+    size and the limit."""
+    settings.UPLOAD_MAX_BYTES = 1000
+    channel = make_channel()
+    with pytest.raises(ValidationError) as caught:
+        create_document(
+            channel=channel,
+            file=_upload("big.txt", b"x" * 5000, "text/plain"),
+            enqueue=False,
+        )
+    assert caught.value.messages == [
+        "big.txt is 4.9\xa0KB; the upload limit is 1000\xa0bytes."
+    ]
+    assert not Document.objects.filter(channel=channel).exists()
+
+
+@pytest.mark.parametrize(
+    ("bomb", "reason"),
+    [
+        (
+            lambda: declared_pages_bomb(10_000),
+            "The PDF has 10000 pages; the limit is 2000 (setting PDF_MAX_PAGES).",
+        ),
+        (page_tree_doubling_bomb, "The PDF is corrupt and can't be read."),
+    ],
+)
+def test_pdf_page_count_bombs_fail_with_a_clear_reason(
+    make_channel, fake_embedder, bomb, reason
+):
+    """A small PDF claiming a huge number of pages is refused at ingestion with
+    a reason a person understands; nothing is rendered."""
+    channel = make_channel()
+    document = create_document(
+        channel=channel,
+        file=_upload("bomb.pdf", bomb(), "application/pdf"),
+        enqueue=False,
+    )
+    document = ingest_document(document_id=document.pk)
+    assert document.status == Document.Status.FAILED
+    assert document.status_reason == reason
+    assert document.pages.count() == 0
+
+
+def test_deeply_nested_pdf_is_read_safely(make_channel, fake_embedder, settings):
+    """200,000 levels of nested arrays neither crash nor hang ingestion: the
+    reader (a child process with time and memory limits) reads the one blank
+    page and the document ends without text."""
+    settings.PAGE_IMAGE_WIDTH = 100
+    channel = make_channel()
+    document = create_document(
+        channel=channel,
+        file=_upload("nested.pdf", nesting_bomb(), "application/pdf"),
+        enqueue=False,
+    )
+    document = ingest_document(document_id=document.pk)
+    assert document.status in (Document.Status.READY, Document.Status.FAILED)
+    assert document.status_reason
+    if document.status == Document.Status.READY:
+        assert document.page_count == 1 and not document.has_text
+
+
+def test_scripts_inside_documents_are_escaped_in_the_admin(
+    admin_client, make_channel, fake_embedder
+):
+    """A Markdown document full of HTML, ingested for real, shows its title,
+    metadata, page text and the feedback about it escaped in every admin page."""
+    channel = make_channel(
+        "hostile",
+        name=f"Hostile {SCRIPT}",
+        fields=[{"name": "kind", "type": "string", "filterable": True}],
+    )
+    text = f"# Title {SCRIPT}\n\nBody {IMG} and {SCRIPT} again.\n"
+    document = create_document(
+        channel=channel,
+        file=_upload("hostile.md", text.encode(), "text/markdown"),
+        title=f"Doc {SCRIPT}",
+        metadata={"kind": IMG},
+        enqueue=False,
+    )
+    document = ingest_document(document_id=document.pk)
+    assert document.status == Document.Status.READY
+    urls = [
+        reverse("admin:documents_document_changelist"),
+        reverse("admin:documents_document_change", args=[document.pk]),
+        reverse("admin:documents_document_page", args=[document.pk, 1]),
+        reverse("admin:documents_channel_changelist"),
+        reverse("admin:documents_channel_change", args=[channel.pk]),
+    ]
+    for url in urls:
+        response = admin_client.get(url)
+        assert response.status_code == 200, url
+        page = response.content.decode()
+        assert SCRIPT not in page, url
+        assert IMG not in page, url
+        assert "&lt;script&gt;" in page, url
+
+
+def test_original_with_html_is_never_served_as_html(admin_client, make_channel):
+    """The original of a Markdown or text file full of HTML is served as plain
+    text with nosniff, so a browser never runs it."""
+    channel = make_channel()
+    document = create_document(
+        channel=channel,
+        file=_upload("page.md", f"<html>{SCRIPT}</html>".encode(), "text/markdown"),
+        enqueue=False,
+    )
+    response = admin_client.get(
+        reverse("admin:documents_document_original", args=[document.pk])
+    )
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain")
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert "html" not in json.dumps(response["Content-Type"])
