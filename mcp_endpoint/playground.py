@@ -114,6 +114,14 @@ def _with_page(request: HttpRequest, page: int) -> str:
     return f"?{params.urlencode()}"
 
 
+def _cell(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value)
+    return str(value)
+
+
 def _readable(asked, call: calls.ToolCall) -> dict:
     """Template values for the readable rendering of a successful reply."""
     if call.protocol_error or call.tool_error:
@@ -149,7 +157,8 @@ def _readable(asked, call: calls.ToolCall) -> dict:
         columns = [f.name for f in asked.filters]
         return {
             "documents": [
-                {**row, "values": [row.get(name) for name in columns]} for row in rows
+                {**row, "values": [_cell(row.get(name)) for name in columns]}
+                for row in rows
             ],
             "columns": columns,
             "total": total,
