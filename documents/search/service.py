@@ -50,7 +50,8 @@ def retrieve_chunks(
         condition = compile_filter(channel, metadata_filter)
         documents = documents.filter(condition)
         restricted = bool(condition)
-    query = (query or "").strip()
+    # PostgreSQL text can't hold NUL; a query carrying one would fail the leg.
+    query = (query or "").replace("\x00", " ").strip()
     if not query:
         return []
     mode = channel.retriever_mode
