@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core import signing
 from django.core.exceptions import RequestDataTooBig
@@ -25,11 +26,11 @@ from django.http import (
 )
 from django.views.decorators.csrf import csrf_exempt
 
-from documents.models import Channel
-from documents.services.keys import KeyRejected, aauthenticate_api_key
+from documents.models import ApiKey, Channel
+from documents.services.keys import KeyRejected, authenticate_api_key
 from mcp_endpoint import auth, citations, protocol
 from mcp_endpoint.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST
-from mcp_endpoint.ratelimit import ahit_rate_limit
+from mcp_endpoint.ratelimit import hit_rate_limit
 
 logger = logging.getLogger("mcp_endpoint")
 
@@ -113,6 +114,18 @@ async def mcp(request: HttpRequest, channel_slug: str) -> HttpResponse:
     return response
 
 
+def _admit(
+    channel_slug: str, raw_key: str | None
+) -> tuple[Channel | None, ApiKey, int | None]:
+    """The channel (None if unknown), the caller's key (KeyRejected if refused) and
+    the rate limit's Retry-After (None if allowed): one thread hop per request."""
+    channel = Channel.objects.filter(slug=channel_slug).first()
+    api_key = authenticate_api_key(raw_key, channel=channel)
+    if channel is None:
+        return None, api_key, None
+    return channel, api_key, hit_rate_limit(api_key_id=api_key.pk)
+
+
 async def _serve(
     request: HttpRequest, channel_slug: str, log: CallLog
 ) -> tuple[HttpResponse, str]:
@@ -123,10 +136,9 @@ async def _serve(
         response = HttpResponse(status=405)
         response["Allow"] = "POST"
         return response, "method refused"
-    channel = await Channel.objects.filter(slug=channel_slug).afirst()
     try:
-        api_key = await aauthenticate_api_key(
-            auth.api_key_from(request), channel=channel
+        channel, api_key, retry_after = await sync_to_async(_admit)(
+            channel_slug, auth.api_key_from(request)
         )
     except KeyRejected as exc:
         if exc.status == 401:
@@ -137,7 +149,6 @@ async def _serve(
     if channel is None:  # told only to a valid key, so names can't be probed
         return _refusal(404, INVALID_REQUEST, "No channel here"), "no channel"
     log.key = api_key.prefix
-    retry_after = await ahit_rate_limit(api_key_id=api_key.pk)
     if retry_after is not None:
         message = f"Rate limit reached; retry in {retry_after} s."
         return _refusal(
