@@ -33,12 +33,13 @@ class ApiKeyHeader(APIKeyHeader):
 
 
 def open_channel(request: HttpRequest, slug: str) -> Channel:
-    """The channel `slug`, if the request's key opens it (else 404/401/403) and
-    has requests left this minute (else 429)."""
+    """The channel `slug`, if the request's key opens it (else 401/403/404) and
+    has requests left this minute (else 429). As on the MCP endpoint, only a
+    valid key learns that a channel does not exist."""
     channel = Channel.objects.filter(slug=slug).first()
+    request.api_key = authenticate_api_key(request.auth, channel=channel)
     if channel is None:
         raise Http404(f"There is no channel {slug!r}.")
-    request.api_key = authenticate_api_key(request.auth, channel=channel)
     retry_after = hit_rate_limit(api_key_id=request.api_key.pk)
     if retry_after is not None:
         raise RateLimited(retry_after)

@@ -32,7 +32,7 @@ from documents.filters import filter_schema
 from documents.models import Channel, Document, Page
 from documents.search.service import retrieve_chunks
 from documents.services import documents as document_services
-from documents.services.keys import KeyRejected, authenticate_api_key, digest_key
+from documents.services.keys import authenticate_api_key
 from mcp_endpoint.services import submit_feedback
 
 router = Router()
@@ -85,15 +85,8 @@ def _document_out(document: Document) -> dict:
 @router.get("/channels", response=responses({200: list[ChannelOut]}), tags=["channels"])
 def list_channels(request: HttpRequest):
     """The channels the key opens, by slug."""
-    channels = list(
-        Channel.objects.filter(api_keys__digest=digest_key(request.auth))
-        .prefetch_related("metadata_fields")
-        .order_by("slug")
-    )
-    if not channels:
-        raise KeyRejected("Unknown API key.", status=401)
-    # Revoked or expired keys are refused here, exactly as for one channel.
-    authenticate_api_key(request.auth, channel=channels[0])
+    api_key = authenticate_api_key(request.auth, channel=None)
+    channels = api_key.channels.prefetch_related("metadata_fields").order_by("slug")
     return [_channel_out(channel) for channel in channels]
 
 

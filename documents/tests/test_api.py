@@ -97,6 +97,8 @@ def test_unknown_and_revoked_keys_are_refused(handbook, key):
     unknown = Client(headers={"Authorization": "Bearer qk_nope"})
     assert_problem(unknown.get("/api/channels"), 401)
     assert_problem(unknown.get("/api/channels/handbook"), 401)
+    # Channel names can't be probed without a valid key.
+    assert_problem(unknown.get("/api/channels/missing"), 401)
     api_key = handbook.api_keys.get()
     revoke_api_key(api_key=api_key)
     revoked = Client(headers={"Authorization": f"Bearer {key}"})
