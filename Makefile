@@ -35,6 +35,9 @@ test: install node
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
+bench: install
+	$(PY) benchmarks/bench.py --data $(DATA)
+
 bench-scifact: install
 	$(PY) benchmarks/scifact.py --data $(DATA)
 

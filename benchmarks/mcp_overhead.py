@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -36,6 +37,7 @@ from documents.models import Channel, Document  # noqa: E402
 from documents.services.keys import create_api_key  # noqa: E402
 
 ROOT = scifact.ROOT
+logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
 PERF_SLUG = "perf-mcp"
 PERF_DOCUMENTS = 300
 KINDS = ["trial", "review", "cohort", "case report", "meta-analysis", "in vitro"]
