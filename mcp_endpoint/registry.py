@@ -218,10 +218,7 @@ class Tool:
         Arguments the channel's schema leaves out (e.g. `newest_first` without a
         newest sort) are unknown here even though `Args` knows them.
         """
-        definition = registry.cached_tool_definitions(channel, build=True).get(
-            self.name
-        )
-        schema = definition["inputSchema"] if definition else self.input_schema(channel)
+        schema = registry.tool_input_schema(channel, self)
         allowed = set(schema.get("properties", {}))
         unknown = sorted(set(arguments) - allowed)
         if unknown:
@@ -371,6 +368,11 @@ class Registry:
                 self._definitions = {}
             self._definitions[key] = definitions
         return definitions or {}
+
+    def tool_input_schema(self, channel: Channel, tool: Tool) -> dict:
+        """The tool's input schema in this channel, from the cached definitions."""
+        definition = self.cached_tool_definitions(channel, build=True).get(tool.name)
+        return definition["inputSchema"] if definition else tool.input_schema(channel)
 
     @staticmethod
     def _key(item: Any) -> tuple[str, str]:
