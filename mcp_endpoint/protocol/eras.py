@@ -186,7 +186,12 @@ async def run_modern_ladder(
         tool = registry.tool(channel, params.get("name"))
         arguments = params.get("arguments")
         if tool is not None and isinstance(arguments, (dict, type(None))):
-            schema = await sync_to_async(tool.input_schema)(channel)
+            cached = registry.cached_tool_definitions(channel).get(tool.name)
+            schema = (
+                cached["inputSchema"]
+                if cached
+                else await sync_to_async(registry.tool_input_schema)(channel, tool)
+            )
             check_param_headers(schema, arguments or {}, raw_headers)
     if not isinstance(version, str):
         raise JsonRpcError(INVALID_PARAMS, "The protocol version must be a string")
