@@ -164,7 +164,10 @@ async def handle_tools_call(params: dict, ctx: CallContext) -> dict:
                 {"requiredCapabilities": missing},
             )
     try:
-        args = await sync_to_async(tool.parse)(ctx.channel, arguments)
+        if registry.cached_tool_definitions(ctx.channel).get(tool.name):
+            args = tool.parse(ctx.channel, arguments)  # no I/O once cached
+        else:
+            args = await sync_to_async(tool.parse)(ctx.channel, arguments)
         result = await tool.run(args, ctx)
     except (ToolError, *tool.error_types) as exc:
         result = ToolResult([text_block(str(exc))], is_error=True)
