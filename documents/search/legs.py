@@ -35,10 +35,9 @@ class Scope:
         )
 
     def chunks(self) -> QuerySet:
-        chunks = Chunk.objects.for_channel(self.channel)
         if self.restricted:
-            return chunks.in_documents(self.documents)
-        return chunks.searchable()
+            return Chunk.objects.for_channel(self.channel).in_documents(self.documents)
+        return Chunk.objects.searchable_in(self.channel)
 
 
 def _scope_size(channel: Channel, documents: QuerySet, restricted: bool) -> int:
@@ -129,6 +128,9 @@ def candidate_terms(
     chosen = []
     expected = float(max(chunk_count, 1))
     for lexeme in ordered:
+        # A term in most chunks narrows little and has a huge posting list.
+        if chosen and frequencies[lexeme] > chunk_count / 2:
+            break
         chosen.append(lexeme)
         expected *= frequencies[lexeme] / max(chunk_count, 1)
         if expected <= budget:
