@@ -8,6 +8,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
 from documents.models import Channel
 from mcp_endpoint.protocol.eras import (
@@ -171,8 +172,8 @@ async def handle_tools_call(params: dict, ctx: CallContext) -> dict:
         result = await tool.run(args, ctx)
     except (ToolError, *tool.error_types) as exc:
         result = ToolResult([text_block(str(exc))], is_error=True)
-    except JsonRpcError:
-        raise
+    except (JsonRpcError, OperationalError, InterfaceError):
+        raise  # protocol errors, and outages: a server fault, not a tool failure
     except Exception:
         logger.exception("Tool %s failed in channel %s", name, ctx.channel.slug)
         result = ToolResult(
