@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import InterfaceError, OperationalError
+
 from documents.models import ApiKey, Channel
 from mcp_endpoint.protocol.eras import (
     LATEST_LEGACY_VERSION,
@@ -22,6 +24,7 @@ from mcp_endpoint.protocol.eras import (
     unsupported_version,
 )
 from mcp_endpoint.protocol.errors import (
+    DATABASE_UNAVAILABLE,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -141,6 +144,12 @@ async def handle_post(
         reply = error_reply(request_id, error, status=status, method=method)
         reply.tool = str(tool_name)
         return reply
+    except (OperationalError, InterfaceError):
+        logger.warning(
+            "MCP %s in channel %s: database unavailable", method, channel.slug
+        )
+        error = JsonRpcError(INTERNAL_ERROR, DATABASE_UNAVAILABLE)
+        return error_reply(request_id, error, status=200, method=method)
     except Exception:
         logger.exception("MCP %s failed in channel %s", method, channel.slug)
         error = JsonRpcError(INTERNAL_ERROR, "Internal error")
