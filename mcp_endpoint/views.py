@@ -15,6 +15,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core import signing
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import (
     FileResponse,
     HttpRequest,
@@ -29,7 +30,11 @@ from django.views.decorators.csrf import csrf_exempt
 from documents.models import ApiKey, Channel
 from documents.services.keys import KeyRejected, authenticate_api_key
 from mcp_endpoint import auth, citations, protocol
-from mcp_endpoint.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST
+from mcp_endpoint.protocol.errors import (
+    DATABASE_UNAVAILABLE,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+)
 from mcp_endpoint.ratelimit import hit_rate_limit
 
 logger = logging.getLogger("mcp_endpoint")
@@ -41,6 +46,7 @@ FORBIDDEN = -32003
 TOO_LARGE = -32004
 RATE_LIMITED = -32005
 SSE_PING_SECONDS = 15
+RETRY_SECONDS = "5"
 
 
 def _refusal(status: int, code: int, message: str, **headers: str) -> JsonResponse:
@@ -105,6 +111,13 @@ async def mcp(request: HttpRequest, channel_slug: str) -> HttpResponse:
     log = CallLog(channel_slug)
     try:
         response, outcome = await _serve(request, channel_slug, log)
+    except (OperationalError, InterfaceError):
+        # An outage or restart of PostgreSQL: transient, so say when to retry.
+        logger.warning("MCP request to %s: database unavailable", channel_slug)
+        response = _refusal(
+            503, INTERNAL_ERROR, DATABASE_UNAVAILABLE, Retry_After=RETRY_SECONDS
+        )
+        outcome = "database unavailable"
     except Exception:
         logger.exception("MCP request to %s failed", channel_slug)
         response = _refusal(500, INTERNAL_ERROR, "Internal error")
