@@ -46,3 +46,11 @@ bench-scale: install
 
 bench-ingest: install
 	$(PY) benchmarks/ingest.py
+
+.PHONY: bench-load bench-faults
+bench-load: install
+	$(PY) benchmarks/load.py
+
+bench-faults: install
+	$(PY) benchmarks/faults/worker_kill.py
+	$(PY) benchmarks/faults/postgres_restart.py
