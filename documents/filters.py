@@ -220,16 +220,25 @@ def _string_condition(channel: Channel, field: MetadataField, value) -> Q:
             f"{field.name}: expected a string or a non-empty list of strings, "
             f"got {json.dumps(value)}."
         )
-    in_use = values_in_use(channel, field)
-    missing = [item for item in wanted if item not in in_use]
-    if missing:
-        raise FilterError(_unknown_values_message(field, missing, in_use))
-    condition = Q()
+    conditions = []
     for item in wanted:
         # jsonb containment (@>) can use the GIN index on Document.metadata.
         target = [item] if field.type == FieldType.STRING_LIST else item
-        condition |= Q(metadata__contains={field.name: target})
-    return condition
+        conditions.append(Q(metadata__contains={field.name: target}))
+    documents = Document.objects.for_channel(channel)
+    # One indexed probe per value; the full list of values only for the error.
+    missing = [
+        item
+        for item, condition in zip(wanted, conditions, strict=True)
+        if not documents.filter(condition).exists()
+    ]
+    if missing:
+        in_use = values_in_use(channel, field)
+        raise FilterError(_unknown_values_message(field, missing, in_use))
+    combined = Q()
+    for condition in conditions:
+        combined |= condition
+    return combined
 
 
 def _unknown_values_message(

@@ -84,9 +84,9 @@ def keyword_leg(scope: Scope, query: str, candidates: int) -> list[tuple[int, fl
         for lexeme, frequency in present.items()
     }
     budget = float(KEYWORD_CANDIDATE_BUDGET)
-    if scope.restricted:
-        # The budget counts chunks that pass the filter, not the whole channel.
-        budget *= max(chunk_count, 1) / max(scope.size, 1)
+    if scope.restricted and scope.size <= KEYWORD_CANDIDATE_BUDGET:
+        # A small filtered set is scored whole: every query term fetches.
+        budget = float("inf")
     chosen, operator = candidate_terms(present, chunk_count, budget)
     query_vector = terms.query_vector(weights)
 

@@ -85,9 +85,10 @@ def test_bad_filter_raises_filter_error(shelf):
 
 
 def test_listing_runs_a_fixed_number_of_queries(shelf, django_assert_max_num_queries):
-    """Listing costs a few queries whatever the page size (no N+1)."""
+    """Listing costs a few queries whatever the page size (no N+1): one probe
+    per filter value, fields, count and page."""
     shelf = type(shelf).objects.get(pk=shelf.pk)
-    with django_assert_max_num_queries(5):
+    with django_assert_max_num_queries(6):
         list_documents(shelf, metadata_filter={"kind": ["memo", "report"]}, limit=100)
 
 
