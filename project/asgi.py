@@ -12,6 +12,9 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 from project.body_limit import BodyLimitMiddleware
+from project.request_threads import ReusedRequestThreads
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-application = BodyLimitMiddleware(ASGIStaticFilesHandler(get_asgi_application()))
+application = ReusedRequestThreads(
+    BodyLimitMiddleware(ASGIStaticFilesHandler(get_asgi_application()))
+)

@@ -1,0 +1,54 @@
+"""Worker threads reused across requests for Django's thread-sensitive sync code.
+
+Django's ASGI handler gives every request a thread-sensitive context of its own,
+and asgiref starts a new thread for it on the first sync call (every request
+makes some: middleware, the database, signals) and joins it, from yet another new
+thread, when the request ends. Starting and joining two threads per request
+was the largest single cost of a small MCP call. This wrapper enters the
+request's context itself with a single-thread executor borrowed from a pool
+(Django's handler then reuses that context), so each request still runs all of
+its sync code on one thread of its own, but the threads outlive the requests.
+"""
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from asgiref.sync import ThreadSensitiveContext
+
+
+class ReusedRequestThreads:
+    """ASGI middleware: HTTP requests borrow a worker thread instead of starting one.
+
+    At most `keep` idle threads are kept; a request finding none idle gets a new
+    one, so concurrency is never capped by the pool.
+    """
+
+    def __init__(self, app, *, keep: int = 32):
+        self.app = app
+        self.keep = keep
+        self._idle: list[ThreadPoolExecutor] = []
+        self._lock = threading.Lock()
+
+    def _borrow(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return ThreadPoolExecutor(max_workers=1, thread_name_prefix="request")
+
+    def _give_back(self, executor: ThreadPoolExecutor) -> None:
+        with self._lock:
+            if len(self._idle) < self.keep:
+                self._idle.append(executor)
+                return
+        executor.shutdown(wait=False)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        executor = self._borrow()
+        try:
+            async with ThreadSensitiveContext(executor=executor):
+                await self.app(scope, receive, send)
+        finally:
+            self._give_back(executor)
