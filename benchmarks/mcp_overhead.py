@@ -246,17 +246,50 @@ async def wait_ready(server: Server, key: str, timeout: float = 120.0) -> float:
 
 @dataclass
 class Load:
-    """One measured run: how many calls finished, their latencies, failures."""
+    """One measured run: how many calls finished, their latencies, failures, and
+    the CPU seconds the server's processes spent meanwhile."""
 
     seconds: float = 0.0
     latencies: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    cpu: float = 0.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process and all its descendants, from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
+    family, total = {pid}, 0.0
+    for process in sorted(parents):
+        if process in family or parents[process] in family:
+            family.add(process)
+    for process in family:
+        total += times.get(process, 0.0)
+    return total
 
 
 async def drive(
-    url: str, key: str, bodies: list[dict], *, concurrency: int, seconds: float
+    url: str,
+    key: str,
+    bodies: list[dict],
+    *,
+    concurrency: int,
+    seconds: float,
+    pid: int | None = None,
 ) -> Load:
-    """`concurrency` keep-alive connections sending `bodies` in turn for `seconds`."""
+    """`concurrency` keep-alive connections sending `bodies` in turn for `seconds`
+    (and the CPU time of server process `pid` meanwhile)."""
     import httpx
 
     load = Load()
@@ -270,6 +303,7 @@ async def drive(
                 for _ in range(concurrency)
             )
         )
+        cpu_before = cpu_seconds(pid) if pid else 0.0
         started = time.perf_counter()
         stop_at = started + seconds
 
@@ -285,6 +319,7 @@ async def drive(
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         load.seconds = time.perf_counter() - started
+        load.cpu = cpu_seconds(pid) - cpu_before if pid else 0.0
     return load
 
 
@@ -325,7 +360,8 @@ def operations(channel: Channel, queries: list[str]) -> dict[str, list[dict]]:
     }
 
 
-def summarise(loads: list[Load]) -> tuple[float, float, float, list[str]]:
+def summarise(loads: list[Load]) -> tuple[float, float, float, float, list[str]]:
+    """(requests/s, p50 ms, p99 ms, server CPU ms per request, failures)."""
     latencies = [value for load in loads for value in load.latencies]
     seconds = sum(load.seconds for load in loads)
     failures = [problem for load in loads for problem in load.failures]
@@ -333,6 +369,7 @@ def summarise(loads: list[Load]) -> tuple[float, float, float, list[str]]:
         len(latencies) / seconds,
         scifact.percentile(latencies, 0.5) * 1000,
         scifact.percentile(latencies, 0.99) * 1000,
+        sum(load.cpu for load in loads) / len(latencies) * 1000,
         failures,
     )
 
@@ -360,6 +397,7 @@ async def compare(
                         bodies,
                         concurrency=concurrency,
                         seconds=seconds,
+                        pid=server.process.pid,
                     )
                 )
         results[name] = {
@@ -371,19 +409,26 @@ async def compare(
 def report(results: dict[str, dict[str, tuple]], *, workers: int, concurrency: int):
     print(
         f"MCP overhead: Quire vs FastMCP {_fastmcp_version()} "
-        f"({workers} uvicorn worker(s) each, {concurrency} concurrent connections)"
+        f"({workers} uvicorn worker(s) each, {concurrency} concurrent connections; "
+        "CPU = the server processes' CPU ms per request, PostgreSQL's not counted)"
     )
-    print(f"{'operation':<22} {'server':<8} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8}")
+    print(
+        f"{'operation':<22} {'server':<8} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'CPU ms':>7}"
+    )
     for name, by_server in results.items():
-        for server, (rate, p50, p99, failures) in by_server.items():
-            print(f"{name:<22} {server:<8} {rate:>8.1f} {p50:>8.2f} {p99:>8.2f}")
+        for server, (rate, p50, p99, cpu, failures) in by_server.items():
+            print(
+                f"{name:<22} {server:<8} {rate:>8.1f} {p50:>8.2f} {p99:>8.2f} "
+                f"{cpu:>7.2f}"
+            )
             for problem in failures[:2]:
                 print(f"    ! {server} failed: {problem}")
         quire, peer = by_server["Quire"], by_server["FastMCP"]
         print(
             f"{name:<22} {'ratio':<8} {quire[0] / peer[0]:>7.2f}x "
-            f"{quire[1] / peer[1]:>7.2f}x {quire[2] / peer[2]:>7.2f}x"
-            "   (Quire / FastMCP: throughput, p50, p99)"
+            f"{quire[1] / peer[1]:>7.2f}x {quire[2] / peer[2]:>7.2f}x "
+            f"{quire[3] / peer[3]:>6.2f}x   (Quire / FastMCP)"
         )
 
 
