@@ -67,12 +67,19 @@ class ChunkQuerySet(models.QuerySet):
             .order_by(order)
         )
 
-    def keyword_ranked(self, tsquery: str, query_terms):
+    def keyword_ranked(self, tsquery: str | None, query_terms):
         """Chunks matching `tsquery` (a `'a' | 'b'` string of lexemes) through the
         GIN index, ordered by BM25: the inner product of Chunk.terms with the
-        query's IDF vector (annotated as `bm25`)."""
-        matches = MatchesTsquery(
-            F("search_vector"), Cast(Value(tsquery), SearchQueryField())
-        )
+        query's IDF vector (annotated as `bm25`). With tsquery None every chunk
+        of the queryset that shares a term is scored (for small filtered sets)."""
         negative = MaxInnerProduct("terms", query_terms)
-        return self.filter(matches).annotate(bm25=-negative).order_by(negative)
+        chunks = self.annotate(bm25=-negative)
+        if tsquery is None:
+            chunks = chunks.filter(bm25__gt=0)
+        else:
+            chunks = chunks.filter(
+                MatchesTsquery(
+                    F("search_vector"), Cast(Value(tsquery), SearchQueryField())
+                )
+            )
+        return chunks.order_by(negative)

@@ -83,24 +83,23 @@ def keyword_leg(scope: Scope, query: str, candidates: int) -> list[tuple[int, fl
         lexeme: lexemes[lexeme][0] * terms.idf(frequency, chunk_count)
         for lexeme, frequency in present.items()
     }
-    budget = float(KEYWORD_CANDIDATE_BUDGET)
-    if scope.restricted and scope.size <= KEYWORD_CANDIDATE_BUDGET:
-        # A small filtered set is scored whole: every query term fetches.
-        budget = float("inf")
-    chosen, operator = candidate_terms(present, chunk_count, budget)
     query_vector = terms.query_vector(weights)
 
-    def ranked(lexemes: list[str], operator: str) -> list[tuple[int, float]]:
+    def ranked(tsquery: str | None) -> list[tuple[int, float]]:
         rows = (
             scope.chunks()
-            .keyword_ranked(terms.tsquery_text(lexemes, operator), query_vector)
+            .keyword_ranked(tsquery, query_vector)
             .values_list("id", "bm25")[:candidates]
         )
         return list(rows)
 
-    results = ranked(chosen, operator)
+    if scope.restricted and scope.size <= KEYWORD_CANDIDATE_BUDGET:
+        # A small filtered set is scored whole, through the filter's own index.
+        return ranked(None)
+    chosen, operator = candidate_terms(present, chunk_count, KEYWORD_CANDIDATE_BUDGET)
+    results = ranked(terms.tsquery_text(chosen, operator))
     if not results and operator == "&":
-        results = ranked(chosen[:1], "|")
+        results = ranked(terms.tsquery_text(chosen[:1]))
     return results
 
 
