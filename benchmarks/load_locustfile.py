@@ -20,7 +20,7 @@ META = {
     "io.modelcontextprotocol/clientCapabilities": {},
 }
 _keys = itertools.cycle(CONFIG["keys"])
-THINK = float(os.environ.get("QUIRE_LOAD_THINK", "0.5"))
+THINK = float(os.environ.get("QUIRE_LOAD_THINK", "1.0"))
 
 
 class McpAgent(FastHttpUser):
