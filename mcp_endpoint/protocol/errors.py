@@ -13,8 +13,9 @@ HEADER_MISMATCH = -32020
 MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
-# The -32603 message while PostgreSQL is down or restarting.
-DATABASE_UNAVAILABLE = "The database is unavailable; try again in a few seconds."
+# The -32603 message while PostgreSQL is down or restarting, or no pooled
+# connection frees up in time (DATABASE_POOL_TIMEOUT).
+DATABASE_UNAVAILABLE = "The database is unavailable or busy; try again shortly."
 
 MODERN_HTTP_STATUS = {
     PARSE_ERROR: 400,
