@@ -15,7 +15,9 @@ EXACT_SCAN_MAX_CHUNKS = 5_000
 # The keyword leg fetches candidates through the GIN index for the rarest query
 # terms whose chunk frequencies add up to at most this; commoner terms still count
 # in every candidate's score but no longer add candidates (their IDF is small).
-KEYWORD_CANDIDATE_BUDGET = 10_000
+# On SciFact (14,624 chunks) 2,000 keeps nDCG@10 (0.7177 vs 0.7176 at 10,000)
+# and cuts the keyword leg's scoring work about fourfold.
+KEYWORD_CANDIDATE_BUDGET = 2_000
 
 
 @dataclass
