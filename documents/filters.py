@@ -230,7 +230,7 @@ def _string_condition(channel: Channel, field: MetadataField, value) -> Q:
     missing = [
         item
         for item, condition in zip(wanted, conditions, strict=True)
-        if not documents.filter(condition).exists()
+        if not _storable(item) or not documents.filter(condition).exists()
     ]
     if missing:
         in_use = values_in_use(channel, field)
@@ -239,6 +239,18 @@ def _string_condition(channel: Channel, field: MetadataField, value) -> Q:
     for condition in conditions:
         combined |= condition
     return combined
+
+
+def _storable(text: str) -> bool:
+    """False for text PostgreSQL can't hold (NUL, lone surrogates): no document
+    has such a value, and probing for it would fail the query."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _unknown_values_message(
