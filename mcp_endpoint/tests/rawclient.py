@@ -68,7 +68,8 @@ def check_reply(
 ) -> dict | None:
     """Assert the answer is what the transport promises; return its JSON-RPC message.
 
-    Never a 5xx; 405 (empty, Allow: POST) for other HTTP methods; 202 with an
+    Never a 5xx; 405 (empty, Allow: POST) for other HTTP methods unless the
+    Origin was refused first (403); 202 with an
     empty body for accepted notifications; otherwise one JSON-RPC response
     (JSON, or SSE whose last message is the response) with either a result
     object or an error {code: int, message: str}, no traceback, and the
@@ -77,7 +78,7 @@ def check_reply(
     """
     status = response.status_code
     assert status < 500, (status, response.stream_body[:500])
-    if http_method != "POST":
+    if http_method != "POST" and status != 403:  # Origin is checked first
         assert status == 405 and response["Allow"] == "POST"
         assert response.stream_body == b""
         return None
