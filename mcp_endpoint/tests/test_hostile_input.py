@@ -396,3 +396,23 @@ def test_api_keys_never_reach_the_logs(vault, settings, caplog):
         assert raw not in record.getMessage(), record.name
         assert raw not in str(record.args), record.name
         assert raw[3:20] not in record.getMessage(), record.name
+
+
+def test_citation_links_cannot_be_forged_or_aimed_at_other_files(client, vault):
+    """A citation token is signed: one naming another document, an altered one
+    or a path is refused, and a valid one serves only its own original."""
+    from django.core import signing
+
+    from mcp_endpoint.citations import SALT, citation_token
+
+    document = Document.objects.get(title="Annual report")
+    good = client.get(f"/citations/{citation_token(document)}")
+    assert good.status_code == 200
+    assert b"".join(good.streaming_content).startswith(b"The annual report")
+    forged = signing.dumps({"d": document.pk + 1, "c": vault.pk}, salt="other")
+    altered = citation_token(document)[:-2] + "xx"
+    unsigned = signing.dumps({"d": document.pk, "c": vault.pk}, salt=SALT)[:-1]
+    for token in (forged, altered, unsigned, "..%5C..%5Cetc%5Cpasswd"):
+        assert client.get(f"/citations/{token}").status_code == 403, token
+    for path in ("/citations/../../etc/passwd", "/citations/..%2F..%2Fetc%2Fpasswd"):
+        assert client.get(path).status_code == 404, path
