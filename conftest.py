@@ -79,3 +79,16 @@ def make_channel(db):
         return create_channel(slug=slug, name=name or slug.title(), **kwargs)
 
     return make
+
+
+@pytest.fixture
+def steady_rate_window(monkeypatch):
+    """Pin the rate limiter's clock to the middle of one minute, so a test's
+    requests can't straddle two fixed windows."""
+    import datetime
+
+    from mcp_endpoint import ratelimit
+
+    moment = datetime.datetime(2026, 1, 1, 12, 0, 30, tzinfo=datetime.UTC)
+    monkeypatch.setattr(ratelimit, "_now", lambda: moment)
+    return moment

@@ -17,12 +17,17 @@ from mcp_endpoint.models import RateLimitWindow
 WINDOW_SECONDS = 60
 
 
+def _now() -> datetime.datetime:
+    """The limiter's clock (tests pin it inside one window)."""
+    return timezone.now()
+
+
 def hit_rate_limit(*, api_key_id: int) -> int | None:
     """Count one request; None when allowed, else the seconds to wait (Retry-After)."""
     limit = settings.MCP_RATE_LIMIT_PER_MINUTE
     if limit <= 0:
         return None
-    now = timezone.now()
+    now = _now()
     window_start = now.replace(second=0, microsecond=0)
     table = RateLimitWindow._meta.db_table
     # One statement, so concurrent workers can't both read the same old count.

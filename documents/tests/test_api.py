@@ -342,7 +342,7 @@ def test_openapi_schema_and_local_docs(client):
     assert "default-src 'self'" in docs["Content-Security-Policy"]
 
 
-def test_requests_are_rate_limited_per_key(api, handbook, settings):
+def test_requests_are_rate_limited_per_key(api, handbook, settings, steady_rate_window):
     """Past MCP_RATE_LIMIT_PER_MINUTE requests (shared with MCP) a key gets a 429
     problem with Retry-After."""
     settings.MCP_RATE_LIMIT_PER_MINUTE = 1

@@ -362,7 +362,7 @@ def test_key_check_compares_digests_in_constant_time(vault, monkeypatch):
     assert answers[0][0] == 401
 
 
-def test_api_keys_never_reach_the_logs(vault, settings, caplog):
+def test_api_keys_never_reach_the_logs(vault, settings, caplog, steady_rate_window):
     """Through successful calls, refused ones (other channel, rate limit, bad
     requests), tool errors and the REST API, with every logger at DEBUG and
     DEBUG on, the raw key appears in no log record."""

@@ -156,7 +156,7 @@ def test_list_documents_limit_is_capped(mcp, handbook, settings):
     assert page["total_count"] == 3
 
 
-def test_rate_limit_is_enforced_per_minute(mcp, settings):
+def test_rate_limit_is_enforced_per_minute(mcp, settings, steady_rate_window):
     """Past MCP_RATE_LIMIT_PER_MINUTE calls a key gets 429 with Retry-After."""
     settings.MCP_RATE_LIMIT_PER_MINUTE = 2
     statuses = [mcp.send("tools/list").status_code for _ in range(3)]
