@@ -51,15 +51,17 @@ INSTALLED_APPS = [
     "mcp_endpoint",
 ]
 
+# Django's own middleware; project.middleware's are the same classes with their
+# I/O-free hooks run inline in async requests (no thread hop each).
 MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
+    "project.middleware.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    "project.middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "project.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "project.middleware.XFrameOptionsMiddleware",
+    "project.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 # Content Security Policy: nothing is loaded from other origins and no inline
