@@ -10,6 +10,7 @@ from documents.generation.base import Answer, Citation, citation_label, finish
 from documents.search.service import RetrievedChunk
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n{2,}")
+MIN_SENTENCE_WORDS = 3
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP_WORDS = frozenset(
     """a about above after again against all am an and any are as at be because been
@@ -40,10 +41,14 @@ class ExtractiveGenerator:
         wanted = set(self._terms(query))
         top = chunks[: self.max_chunks]
         sentences: list[tuple[int, int, str, RetrievedChunk]] = []
+        seen: set[str] = set()
         for rank, chunk in enumerate(top):
             for position, sentence in enumerate(_SENTENCE_END.split(chunk.text)):
                 sentence = " ".join(sentence.split())
-                if len(sentence) >= 3:
+                # Headings and fragments answer nothing; overlapping chunks repeat
+                # their shared sentences, which are quoted once.
+                if len(sentence.split()) >= MIN_SENTENCE_WORDS and sentence not in seen:
+                    seen.add(sentence)
                     sentences.append((rank, position, sentence, chunk))
         if not wanted or not sentences:
             return finish("No passage in the documents answers this question.", [])

@@ -130,6 +130,20 @@ def _chunk(document_id=7, page=2, text="Leave expires in March.") -> RetrievedCh
     )
 
 
+def test_extractive_skips_headings_and_quotes_overlaps_once():
+    """A heading-like fragment is never quoted as an answer, and a sentence that two
+    overlapping chunks share is quoted once."""
+    shared = "Self-locking nuts hold tight despite severe vibration."
+    chunks = [
+        _chunk(text=f"Self-locking nuts. {shared}"),
+        _chunk(page=3, text=f"{shared} They are used on aircraft engines."),
+    ]
+    answer = ExtractiveGenerator().generate("Why use self-locking nuts?", chunks)
+    assert answer.text.count(shared) == 1
+    assert not answer.text.startswith("Self-locking nuts. [")
+    assert "Self-locking nuts. [Document" not in answer.text
+
+
 def test_chat_generator_keeps_only_citations_of_retrieved_pages():
     """Labels the model writes become citations only when they name a retrieved
     page; an answer citing nothing real gets "No references found"."""
