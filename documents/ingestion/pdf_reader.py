@@ -13,6 +13,7 @@ Prints one JSON object on stdout: either {"error": <code>, ...} or
 
 import json
 import resource
+import signal
 import sys
 from pathlib import Path
 
@@ -107,6 +108,9 @@ def read_pdf(path: Path, out_dir: Path, image_width: int, max_pages: int) -> dic
 
 def main(argv: list[str]) -> int:
     source, out_dir, image_width, max_pages, memory_mb = argv
+    # Ctrl-C reaches the whole process group; the worker decides whether to
+    # stop, and a reader killed by it would report a healthy PDF as corrupt.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _limit_memory(int(memory_mb))
     result = read_pdf(Path(source), Path(out_dir), int(image_width), int(max_pages))
     sys.stdout.write(json.dumps(result))
