@@ -223,3 +223,38 @@ def test_live_ingestion_is_not_requeued(make_channel, fake_embedder):
     document.refresh_from_db()
     assert document.status == Document.Status.PENDING
     assert requeue_interrupted_ingestions() == []
+
+
+def test_pdf_reader_survives_an_interrupt_meant_for_its_worker(shared_data, tmp_path):
+    """Ctrl-C on the worker reaches the PDF reader too (same process group); the
+    reader finishes its file instead of dying, so a graceful worker shutdown
+    never marks a healthy PDF as corrupt."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from documents.ingestion.pdf import READER_SCRIPT
+
+    book = (
+        shared_data
+        / "pdfs/misc"
+        / ("pypdf-sample__009-pdflatex-geotopo_GeoTopo-komprimiert.pdf")
+    )
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            str(READER_SCRIPT),
+            str(book),
+            str(tmp_path),
+            "100",
+            "2000",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+    )
+    time.sleep(0.5)  # reading all 117 pages at 600 px takes about 2 s
+    reader.send_signal(signal.SIGINT)
+    output, _ = reader.communicate(timeout=300)
+    assert reader.returncode == 0
+    assert json.loads(output)["page_count"] == 117
