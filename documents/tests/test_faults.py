@@ -247,7 +247,7 @@ def test_pdf_reader_survives_an_interrupt_meant_for_its_worker(shared_data, tmp_
             str(READER_SCRIPT),
             str(book),
             str(tmp_path),
-            "100",
+            "600",
             "2000",
             "0",
         ],
