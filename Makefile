@@ -8,7 +8,7 @@ DATA ?= ../shared/data/scifact
 PYTHON_VERSION := $(shell cat .python-version)
 BOOTSTRAP_PYTHON := $(firstword $(wildcard $(HOME)/.pyenv/versions/$(PYTHON_VERSION)/bin/python) $(shell command -v python$(basename $(PYTHON_VERSION)) 2>/dev/null) $(shell command -v python3 2>/dev/null))
 
-.PHONY: install run test bench bench-scifact bench-scale bench-ingest lint node
+.PHONY: install run test chromium bench bench-scifact bench-scale bench-ingest lint node
 
 install: $(VENV)/.installed
 
@@ -29,8 +29,14 @@ run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py runquire --demo --port $(PORT)
 
-test: install node
+test: install node chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The browser tests drive Debian's Chromium (Playwright never downloads one).
+chromium:
+	@test -x /usr/bin/chromium || { \
+		SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+		$$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium; }
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
