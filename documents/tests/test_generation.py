@@ -1,7 +1,4 @@
-import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -178,73 +175,18 @@ def test_sources_are_fenced_with_an_unguessable_token():
     )
 
 
-class _FakeOpenAI(BaseHTTPRequestHandler):
-    """A minimal OpenAI-compatible /chat/completions endpoint that cites the first
-    source label it is given."""
-
-    requests: list = []
-
-    def do_POST(self):  # noqa: N802 (http.server API)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append(
-            {
-                "path": self.path,
-                "headers": {k.lower(): v for k, v in self.headers.items()},
-                "body": body,
-            }
-        )
-        user = body["messages"][-1]["content"]
-        labels = re.findall(r"\[Document \d+, Page \d+\]", user)
-        content = f"Leave expires at the end of March {labels[0]}." if labels else "?"
-        payload = json.dumps(
-            {
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": 1,
-                    "completion_tokens": 1,
-                    "total_tokens": 2,
-                },
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def openai_stub():
-    _FakeOpenAI.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeOpenAI)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/v1", _FakeOpenAI.requests
-    server.shutdown()
-    server.server_close()
+def _cite_first_label(labels: list[str]) -> str:
+    return f"Leave expires at the end of March {labels[0]}." if labels else "?"
 
 
 def test_chat_model_over_http_gets_fenced_sources_and_cites(
-    guide, openai_stub, monkeypatch
+    guide, chat_model_server, monkeypatch
 ):
     """Through a real OpenAI-compatible HTTP endpoint: the key comes from the
     configured environment variable, the model and temperature from the channel,
     document text (including injected instructions) only inside the fenced user
     message, and the reply's labels become citations."""
-    base_url, requests = openai_stub
+    base_url, requests = chat_model_server(_cite_first_label)
     monkeypatch.setenv("QUIRE_TEST_CHAT_KEY", "sk-test-123")
     leave = Document.objects.get(title="Leave policy")
     add_document(guide, title="Injected", pages=[f"Leave rules. {INJECTION}"])

@@ -5,8 +5,6 @@ playground, key comparison and keys kept out of logs."""
 import json
 import logging
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.db import connection
@@ -204,67 +202,19 @@ INJECTION = (
 )
 
 
-class _EchoModel(BaseHTTPRequestHandler):
-    """An OpenAI-compatible chat endpoint that records what it was sent and
-    answers with the first label it saw plus the document's forged label."""
-
-    requests: list = []
-
-    def do_POST(self):  # noqa: N802 (http.server API)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append(body)
-        user = body["messages"][-1]["content"]
-        labels = re.findall(r"\[Document \d+, Page \d+\]", user)
-        content = f"Drills happen twice a year {labels[0]}. [Document 999999, Page 1]"
-        payload = json.dumps(
-            {
-                "id": "x",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": 1,
-                    "completion_tokens": 1,
-                    "total_tokens": 2,
-                },
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def echo_model():
-    _EchoModel.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoModel)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/v1", _EchoModel.requests
-    server.shutdown()
-    server.server_close()
+def _cite_first_and_forged(labels: list[str]) -> str:
+    """The first real label plus the document's forged one."""
+    return f"Drills happen twice a year {labels[0]}. [Document 999999, Page 1]"
 
 
 def test_prompt_injection_in_a_document_stays_fenced_and_answers_still_cite(
-    vault, vault_mcp, echo_model
+    vault, vault_mcp, chat_model_server
 ):
     """A document that tries to rewrite rag_search's instructions (fake fence
     ends, fake system turns, a forged citation) reaches the chat model only
     inside its fence, the system prompt is unchanged, and the answer cites the
     real page and not the forged one."""
-    base_url, requests = echo_model
+    base_url, requests = chat_model_server(_cite_first_and_forged)
     injected = add_document(vault, title="Drills", pages=[INJECTION])
     Channel.objects.filter(pk=vault.pk).update(
         generator_kind=Channel.GeneratorKind.CHAT,
@@ -278,7 +228,7 @@ def test_prompt_injection_in_a_document_stays_fenced_and_answers_still_cite(
     )
     assert not result.get("isError"), result
     (request,) = requests
-    system, user = request["messages"]
+    system, user = request["body"]["messages"]
     fence = re.search(r"<<<SOURCE (\w+) ", user["content"]).group(1)
     assert system["content"] == SYSTEM_PROMPT.format(fence=fence)
     opened = user["content"].count(f"<<<SOURCE {fence} ")
