@@ -12,6 +12,7 @@ from django.urls import reverse
 from documents.models import Document
 from documents.services.documents import create_document, ingest_document
 from documents.services.keys import create_api_key
+from documents.tests.fixtures import pdf_from_objects
 
 pytestmark = pytest.mark.django_db
 
@@ -19,27 +20,9 @@ SCRIPT = "<script>alert('pwned')</script>"
 IMG = '<img src=x onerror="alert(1)">'
 
 
-def _pdf(objects: list[bytes]) -> bytes:
-    """A PDF made of the given object bodies, object 1 being the catalog."""
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
-
-
 def declared_pages_bomb(pages: int) -> bytes:
     """A small file whose page tree lists one page object `pages` times."""
-    return _pdf(
+    return pdf_from_objects(
         [
             b"<< /Type /Catalog /Pages 2 0 R >>",
             b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b"3 0 R " * pages, pages),
@@ -61,12 +44,12 @@ def page_tree_doubling_bomb(depth: int = 30) -> bytes:
     objects.append(
         b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] >>" % (depth + 1)
     )
-    return _pdf(objects)
+    return pdf_from_objects(objects)
 
 
 def nesting_bomb(depth: int = 200_000) -> bytes:
     """A catalog entry nested 200,000 arrays deep (parser recursion)."""
-    return _pdf(
+    return pdf_from_objects(
         [
             b"<< /Type /Catalog /Pages 2 0 R /Junk %s%s >>"
             % (b"[" * depth, b"]" * depth),
