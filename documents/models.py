@@ -10,7 +10,7 @@ from pgvector.django import HnswIndex, SparseVectorField, VectorField
 from documents.querysets import ChunkQuerySet, DocumentQuerySet
 
 EMBEDDING_DIMENSIONS = 384
-# Keyword terms are hashed into this many sparse dimensions (see documents.search.terms).
+# Keyword terms are hashed into this many sparse dimensions (documents.search.terms).
 TERM_DIMENSIONS = 2**24
 
 

@@ -11,7 +11,6 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core import signing
 from django.core.exceptions import RequestDataTooBig
@@ -27,15 +26,14 @@ from django.http import (
 )
 from django.views.decorators.csrf import csrf_exempt
 
-from documents.models import ApiKey, Channel
-from documents.services.keys import KeyRejected, authenticate_api_key
+from documents.services.keys import KeyRejected
 from mcp_endpoint import auth, citations, protocol
+from mcp_endpoint.admission import aadmit
 from mcp_endpoint.protocol.errors import (
     DATABASE_UNAVAILABLE,
     INTERNAL_ERROR,
     INVALID_REQUEST,
 )
-from mcp_endpoint.ratelimit import hit_rate_limit
 
 logger = logging.getLogger("mcp_endpoint")
 
@@ -127,18 +125,6 @@ async def mcp(request: HttpRequest, channel_slug: str) -> HttpResponse:
     return response
 
 
-def _admit(
-    channel_slug: str, raw_key: str | None
-) -> tuple[Channel | None, ApiKey, int | None]:
-    """The channel (None if unknown), the caller's key (KeyRejected if refused) and
-    the rate limit's Retry-After (None if allowed): one thread hop per request."""
-    channel = Channel.objects.filter(slug=channel_slug).first()
-    api_key = authenticate_api_key(raw_key, channel=channel)
-    if channel is None:
-        return None, api_key, None
-    return channel, api_key, hit_rate_limit(api_key_id=api_key.pk)
-
-
 async def _serve(
     request: HttpRequest, channel_slug: str, log: CallLog
 ) -> tuple[HttpResponse, str]:
@@ -150,15 +136,18 @@ async def _serve(
         response["Allow"] = "POST"
         return response, "method refused"
     try:
-        channel, api_key, retry_after = await sync_to_async(_admit)(
-            channel_slug, auth.api_key_from(request)
-        )
+        admission = await aadmit(channel_slug, auth.api_key_from(request))
     except KeyRejected as exc:
         if exc.status == 401:
             response = _refusal(401, UNAUTHORIZED, str(exc), WWW_Authenticate="Bearer")
         else:
             response = _refusal(exc.status, FORBIDDEN, str(exc))
         return response, f"key refused ({exc.status})"
+    channel, api_key, retry_after = (
+        admission.channel,
+        admission.api_key,
+        admission.retry_after,
+    )
     if channel is None:  # told only to a valid key, so names can't be probed
         return _refusal(404, INVALID_REQUEST, "No channel here"), "no channel"
     log.key = api_key.prefix

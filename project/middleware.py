@@ -1,15 +1,27 @@
-"""Django's I/O-free middleware, with their hooks run inline in async requests.
+"""Django's middleware, cheaper for the machine-facing MCP endpoint.
 
 In an async request Django runs each MiddlewareMixin hook through sync_to_async:
-one thread hop per hook, which made up the largest part of a small MCP call. The
-hooks of the middleware below only read settings and headers and set headers or
-lazy attributes (no database, no files), so these subclasses call them inline.
-Session, CSRF and message middleware keep Django's hops: their hooks may touch
-the database.
+one thread hop per hook, which made up the largest part of a small MCP call.
+
+- InlineHooks: the hooks of security, common, authentication, X-Frame-Options
+  and CSP middleware only read settings and headers and set headers or lazy
+  attributes (no database, no files), so these subclasses call them inline.
+- BrowserOnly: sessions, CSRF, authentication and messages exist for people in
+  a browser (admin, playground). MCP clients send no cookies and the MCP view
+  uses no session, user, CSRF token or message (it is csrf_exempt and checks
+  API keys itself), so requests under MCP_PATH skip them entirely.
 """
 
 from django.contrib.auth import middleware as auth
-from django.middleware import clickjacking, common, csp, security
+from django.contrib.messages import middleware as messages
+from django.contrib.sessions import middleware as sessions
+from django.middleware import clickjacking, common, csp, csrf, security
+
+MCP_PATH = "/mcp/"  # mcp_endpoint.urls: mcp/<channel>
+
+
+def _machine_request(request) -> bool:
+    return request.path_info.startswith(MCP_PATH)
 
 
 class InlineHooks:
@@ -25,7 +37,25 @@ class InlineHooks:
         return response
 
 
+class BrowserOnly:
+    """Passes MCP requests straight through; the rest as Django does."""
+
+    def __call__(self, request):
+        if _machine_request(request):
+            return self.get_response(request)
+        return super().__call__(request)
+
+    async def __acall__(self, request):
+        if _machine_request(request):
+            return await self.get_response(request)
+        return await super().__acall__(request)
+
+
 class SecurityMiddleware(InlineHooks, security.SecurityMiddleware):
+    pass
+
+
+class SessionMiddleware(BrowserOnly, sessions.SessionMiddleware):
     pass
 
 
@@ -33,7 +63,15 @@ class CommonMiddleware(InlineHooks, common.CommonMiddleware):
     pass
 
 
-class AuthenticationMiddleware(InlineHooks, auth.AuthenticationMiddleware):
+class CsrfViewMiddleware(BrowserOnly, csrf.CsrfViewMiddleware):
+    pass
+
+
+class AuthenticationMiddleware(BrowserOnly, InlineHooks, auth.AuthenticationMiddleware):
+    pass
+
+
+class MessageMiddleware(BrowserOnly, messages.MessageMiddleware):
     pass
 
 

@@ -52,14 +52,15 @@ INSTALLED_APPS = [
 ]
 
 # Django's own middleware; project.middleware's are the same classes with their
-# I/O-free hooks run inline in async requests (no thread hop each).
+# I/O-free hooks run inline in async requests (no thread hop each), and the
+# browser-only ones (sessions, CSRF, authentication, messages) skipped for MCP.
 MIDDLEWARE = [
     "project.middleware.SecurityMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    "project.middleware.SessionMiddleware",
     "project.middleware.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
+    "project.middleware.CsrfViewMiddleware",
     "project.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "project.middleware.MessageMiddleware",
     "project.middleware.XFrameOptionsMiddleware",
     "project.middleware.ContentSecurityPolicyMiddleware",
 ]

@@ -4,8 +4,7 @@ from django.http import Http404, HttpRequest
 from ninja.security import APIKeyHeader, HttpBearer
 
 from documents.models import Channel, Document
-from documents.services.keys import authenticate_api_key
-from mcp_endpoint.ratelimit import hit_rate_limit
+from mcp_endpoint.admission import admit
 
 
 class RateLimited(Exception):
@@ -17,7 +16,7 @@ class RateLimited(Exception):
 
 
 # Authentication: both schemes hand the raw key on; every view then checks it
-# against the channel it names with authenticate_api_key.
+# against the channel it names with mcp_endpoint.admission.admit.
 
 
 class BearerKey(HttpBearer):
@@ -36,14 +35,13 @@ def open_channel(request: HttpRequest, slug: str) -> Channel:
     """The channel `slug`, if the request's key opens it (else 401/403/404) and
     has requests left this minute (else 429). As on the MCP endpoint, only a
     valid key learns that a channel does not exist."""
-    channel = Channel.objects.filter(slug=slug).first()
-    request.api_key = authenticate_api_key(request.auth, channel=channel)
-    if channel is None:
+    admission = admit(slug, request.auth)
+    request.api_key = admission.api_key
+    if admission.channel is None:
         raise Http404(f"There is no channel {slug!r}.")
-    retry_after = hit_rate_limit(api_key_id=request.api_key.pk)
-    if retry_after is not None:
-        raise RateLimited(retry_after)
-    return channel
+    if admission.retry_after is not None:
+        raise RateLimited(admission.retry_after)
+    return admission.channel
 
 
 def channel_document(channel: Channel, document_id: int) -> Document:

@@ -66,9 +66,7 @@ def authenticate_api_key(raw_key: str | None, *, channel: Channel | None) -> Api
     an unknown channel with 404 only to a valid key, so that channel names can't
     be probed without one.
     """
-    if not raw_key:
-        raise KeyRejected("An API key is required.", status=401)
-    digest = digest_key(raw_key)
+    digest = digest_key(require_key(raw_key))
     keys = ApiKey.objects.filter(digest=digest)
     if channel is not None:
         # Whether the key opens the channel comes with the key: one round trip.
@@ -80,6 +78,30 @@ def authenticate_api_key(raw_key: str | None, *, channel: Channel | None) -> Api
             )
         )
     api_key = keys.first()
+    check_key(
+        api_key,
+        digest,
+        channel=channel,
+        opens_channel=bool(api_key and channel and api_key.opens_channel),
+    )
+    return api_key
+
+
+def require_key(raw_key: str | None) -> str:
+    if not raw_key:
+        raise KeyRejected("An API key is required.", status=401)
+    return raw_key
+
+
+def check_key(
+    api_key: ApiKey | None,
+    digest: str,
+    *,
+    channel: Channel | None,
+    opens_channel: bool,
+) -> None:
+    """Raise KeyRejected unless api_key (looked up by digest) is active and, when
+    a channel is given, opens it; then note the use."""
     # The lookup is by digest (an index hit); compare again in constant time so
     # the outcome never depends on how much of a guessed key matched.
     if api_key is None or not hmac.compare_digest(api_key.digest, digest):
@@ -89,7 +111,7 @@ def authenticate_api_key(raw_key: str | None, *, channel: Channel | None) -> Api
         raise KeyRejected("This API key has been revoked.", status=401)
     if api_key.expires_at is not None and api_key.expires_at <= now:
         raise KeyRejected("This API key has expired.", status=401)
-    if channel is not None and not api_key.opens_channel:
+    if channel is not None and not opens_channel:
         raise KeyRejected("This API key does not open this channel.", status=403)
     # Record use at most once a minute per key, to keep hot paths free of writes.
     if (
@@ -97,7 +119,6 @@ def authenticate_api_key(raw_key: str | None, *, channel: Channel | None) -> Api
         or (now - api_key.last_used_at).total_seconds() > 60
     ):
         ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
-    return api_key
 
 
 aauthenticate_api_key = sync_to_async(authenticate_api_key)

