@@ -296,13 +296,18 @@ async def drive(
     counter = itertools.count()
     limits = httpx.Limits(max_connections=concurrency)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
-        # One untimed call per connection opens it.
-        await asyncio.gather(
+        # One untimed call per connection opens it and warms the server (a
+        # request, with an id: without one it would be a notification, answered
+        # 202 at once, and the first timed calls would pay for the warm-up).
+        warm_up = await asyncio.gather(
             *(
-                client.post(url, json=bodies[0], headers=headers(key))
-                for _ in range(concurrency)
+                client.post(url, json=dict(body, id=0), headers=headers(key))
+                for body in itertools.islice(itertools.cycle(bodies), concurrency)
             )
         )
+        for response in warm_up:
+            if problem := check_reply(response):
+                raise RuntimeError(f"warm-up call failed: {problem}")
         cpu_before = cpu_seconds(pid) if pid else 0.0
         started = time.perf_counter()
         stop_at = started + seconds

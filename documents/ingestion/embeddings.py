@@ -8,7 +8,9 @@ The alternative is any OpenAI-compatible /embeddings endpoint through LangChain.
 
 import functools
 import os
+import queue
 import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Protocol
 
@@ -55,6 +57,7 @@ class OnnxMiniLMEmbedder:
         )
         self._batch_size = batch_size
         self._lock = threading.Lock()
+        self._queries = QueryBatcher(self._encode, max_batch=batch_size)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         with self._lock:  # the tokenizer's padding state is shared
@@ -90,7 +93,57 @@ class OnnxMiniLMEmbedder:
         return out  # type: ignore[return-value]
 
     def embed_query(self, text: str) -> list[float]:
-        return self._encode([text])[0].tolist()
+        return self._queries.embed(text)
+
+
+class QueryBatcher:
+    """Embeds the queries of concurrent requests together, one model run at a time.
+
+    Each request thread hands its query in and waits; one worker thread takes
+    every query waiting (up to max_batch) and runs them as a single batch. Run
+    from many threads at once, the model's own thread pools fought over the
+    cores and a few unlucky queries waited seconds; queued, they are served in
+    order, and a burst costs one batched run instead of one run per query.
+    """
+
+    def __init__(self, encode, *, max_batch: int = 32):
+        self._encode = encode
+        self._max_batch = max_batch
+        self._waiting: queue.SimpleQueue[tuple[str, Future]] = queue.SimpleQueue()
+        self._worker: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def embed(self, text: str) -> list[float]:
+        future: Future = Future()
+        self._waiting.put((text, future))
+        self._ensure_worker()
+        return future.result()
+
+    def _ensure_worker(self) -> None:
+        if self._worker is None:
+            with self._start_lock:
+                if self._worker is None:
+                    self._worker = threading.Thread(
+                        target=self._serve, name="query-embedder", daemon=True
+                    )
+                    self._worker.start()
+
+    def _serve(self) -> None:
+        while True:
+            batch = [self._waiting.get()]
+            while len(batch) < self._max_batch:
+                try:
+                    batch.append(self._waiting.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                vectors = self._encode([text for text, _ in batch])
+            except Exception as exc:  # each waiting request gets the error
+                for _, future in batch:
+                    future.set_exception(exc)
+                continue
+            for (_, future), vector in zip(batch, vectors, strict=True):
+                future.set_result(vector.tolist())
 
 
 class OpenAICompatibleEmbedder:
@@ -116,9 +169,20 @@ class OpenAICompatibleEmbedder:
         return self._client.embed_query(text)
 
 
-@functools.cache
+_build_lock = threading.Lock()
+
+
 def get_embedder() -> Embedder:
-    """The configured embedder, built on first use (never at import time)."""
+    """The configured embedder, built once on first use (never at import time).
+
+    The first requests of a fresh worker often arrive together; the lock makes
+    them wait for one build instead of each loading the model."""
+    with _build_lock:
+        return _build_embedder()
+
+
+@functools.cache
+def _build_embedder() -> Embedder:
     if settings.EMBEDDING_BACKEND == "openai":
         if not (settings.EMBEDDING_BASE_URL and settings.EMBEDDING_MODEL):
             raise ImproperlyConfigured(

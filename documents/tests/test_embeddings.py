@@ -57,3 +57,76 @@ def test_batches_keep_input_order(embedder):
 def test_no_texts_no_vectors(embedder):
     """An empty batch costs nothing and returns nothing."""
     assert embedder.embed_documents([]) == []
+
+
+def test_concurrent_queries_are_embedded_together_and_each_gets_its_own():
+    """Queries from many threads at once are run as shared batches, and each
+    caller gets the vector of its own text (as if embedded alone)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    real = embeddings.get_embedder()
+    runs: list[int] = []
+    started = threading.Event()
+    release = threading.Event()
+
+    def encode(texts):
+        runs.append(len(texts))
+        if len(runs) == 1:  # hold the first run so the others queue up
+            started.set()
+            release.wait(5)
+        return real._encode(texts)
+
+    batcher = embeddings.QueryBatcher(encode, max_batch=32)
+    texts = [f"question {i} about " + "owls " * i for i in range(12)]
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        first = pool.submit(batcher.embed, texts[0])
+        assert started.wait(5)
+        rest = [pool.submit(batcher.embed, text) for text in texts[1:]]
+        while batcher._waiting.qsize() < len(rest):
+            threading.Event().wait(0.01)
+        release.set()
+        vectors = [first.result(5)] + [future.result(5) for future in rest]
+    assert runs == [1, len(texts) - 1]
+    for text, vector in zip(texts, vectors, strict=True):
+        alone = real._encode([text])[0]
+        assert _cosine(alone, vector) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_a_failing_batch_fails_every_waiting_query_and_the_next_one_works():
+    """An error in a batch reaches each caller in it; the worker keeps serving."""
+    calls = []
+
+    def encode(texts):
+        calls.append(texts)
+        if len(calls) == 1:
+            raise RuntimeError("model crashed")
+        return np.ones((len(texts), 3)) / np.sqrt(3)
+
+    batcher = embeddings.QueryBatcher(encode)
+    with pytest.raises(RuntimeError, match="model crashed"):
+        batcher.embed("first")
+    assert batcher.embed("second") == pytest.approx([1 / np.sqrt(3)] * 3)
+
+
+def test_the_model_is_built_once_when_first_requests_arrive_together(monkeypatch):
+    """Concurrent first calls wait for one build instead of each loading it."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    builds = []
+
+    class Slow:
+        def __init__(self, **kwargs):
+            builds.append(kwargs)
+            threading.Event().wait(0.2)
+
+    monkeypatch.setattr(embeddings, "OnnxMiniLMEmbedder", Slow)
+    embeddings._build_embedder.cache_clear()
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            built = list(pool.map(lambda _: embeddings.get_embedder(), range(8)))
+    finally:
+        embeddings._build_embedder.cache_clear()
+    assert len(builds) == 1
+    assert all(item is built[0] for item in built)
