@@ -1,5 +1,6 @@
 """retrieve_chunks: the channel's retriever (keyword, vector or both, fused)."""
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -10,6 +11,11 @@ from documents.ingestion import embeddings
 from documents.models import Channel, Chunk, Document
 from documents.search.fusion import reciprocal_rank_fusion
 from documents.search.legs import Scope, keyword_leg, vector_leg
+
+# Query embeddings are computed here while the keyword leg runs in PostgreSQL:
+# the two don't depend on each other, so a hybrid search waits for the longer
+# of them, not their sum. (The ONNX embedder batches what arrives together.)
+_embedding_threads = ThreadPoolExecutor(thread_name_prefix="embed-query")
 
 
 @dataclass
@@ -59,13 +65,15 @@ def retrieve_chunks(
     rankings: list[list[tuple[int, float]]] = []
     if mode in (Channel.RetrieverMode.VECTOR, Channel.RetrieverMode.HYBRID):
         embedder = embeddings.get_embedder()
-        vector = embedder.embed_query(query)
+        vector = _embedding_threads.submit(embedder.embed_query, query)
     scope = Scope.of(channel, documents, restricted)
     with transaction.atomic():
         if mode in (Channel.RetrieverMode.KEYWORD, Channel.RetrieverMode.HYBRID):
             rankings.append(keyword_leg(scope, query, candidates))
         if mode in (Channel.RetrieverMode.VECTOR, Channel.RetrieverMode.HYBRID):
-            rankings.append(vector_leg(scope, vector, embedder.model_name, candidates))
+            rankings.append(
+                vector_leg(scope, vector.result(), embedder.model_name, candidates)
+            )
     if len(rankings) == 1:
         ranked = rankings[0][:limit]
     else:
