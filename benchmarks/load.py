@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import stack  # noqa: E402
 
 SLUG = "load"
-SCIFACT = Path("/work/shared/data/scifact")
-PDFS = Path("/work/shared/data/pdfs/text")
+SCIFACT = stack.SHARED_DATA / "scifact"
+PDFS = stack.SHARED_DATA / "pdfs" / "text"
 PAGE_PDFS = [
     "docling__redp5110_sampled.pdf",
     "papermage__2020.acl-main.447.pdf",

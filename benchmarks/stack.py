@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"  # the workplace's test data
 MODERN = "2026-07-28"
 
 

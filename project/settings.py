@@ -211,6 +211,8 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL")
 EMBEDDING_API_KEY_ENV = env_str("EMBEDDING_API_KEY_ENV", "EMBEDDING_API_KEY")
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 32, minimum=1)
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0, minimum=0)
+# Added to the ingestion worker's nice value: the web server comes first.
+INGEST_WORKER_NICENESS = env_int("INGEST_WORKER_NICENESS", 10, minimum=0)
 
 # MCP endpoint.
 MCP_ENABLED = env_bool("MCP_ENABLED", True)

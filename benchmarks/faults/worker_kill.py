@@ -24,8 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import stack  # noqa: E402
 
-BOOK = Path(
-    "/work/shared/data/pdfs/misc/pypdf-sample__009-pdflatex-geotopo_GeoTopo-komprimiert.pdf"
+BOOK = (
+    stack.SHARED_DATA
+    / "pdfs/misc/pypdf-sample__009-pdflatex-geotopo_GeoTopo-komprimiert.pdf"
 )
 QUERIES = ["Topologie", "Homotopie", "Fundamentalgruppe", "stetige Abbildung"]
 

@@ -132,12 +132,15 @@ def _simulate_killed_worker(document: Document, *, reingest: bool) -> DBTaskResu
     return row
 
 
-def _run_ingest_worker(monkeypatch) -> None:
-    """`manage.py ingest_worker --batch` in this process (recovery at start)."""
+def _run_ingest_worker(monkeypatch) -> list[int]:
+    """`manage.py ingest_worker --batch` in this process (recovery at start);
+    returns the niceness it asked for (not applied to the test process)."""
     # The worker recycles connections; inside a test's transaction that would
     # drop the data the test set up.
     monkeypatch.setattr(db_worker, "close_old_connections", lambda: None)
     monkeypatch.setattr(ingest_worker, "close_old_connections", lambda: None)
+    niceness: list[int] = []
+    monkeypatch.setattr(ingest_worker, "lower_priority", niceness.append)
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         call_command(
@@ -152,6 +155,7 @@ def _run_ingest_worker(monkeypatch) -> None:
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
+    return niceness
 
 
 @pytest.mark.parametrize("reingest", [False, True])
@@ -176,7 +180,8 @@ def test_ingestion_left_by_a_killed_worker_is_requeued_and_completes(
     # when the capture ends, and a second worker run then picks the task up.
     with django_capture_on_commit_callbacks(execute=True):
         _run_ingest_worker(monkeypatch)
-    _run_ingest_worker(monkeypatch)
+    # The worker steps back from the CPU (INGEST_WORKER_NICENESS, default 10).
+    assert _run_ingest_worker(monkeypatch) == [10]
 
     orphan.refresh_from_db()
     assert orphan.status == "FAILED"
@@ -258,3 +263,11 @@ def test_pdf_reader_survives_an_interrupt_meant_for_its_worker(shared_data, tmp_
     output, _ = reader.communicate(timeout=300)
     assert reader.returncode == 0
     assert json.loads(output)["page_count"] == 117
+
+
+def test_lower_priority_raises_the_nice_value_or_leaves_it(monkeypatch):
+    calls = []
+    monkeypatch.setattr(ingest_worker.os, "nice", calls.append)
+    ingest_worker.lower_priority(10)
+    ingest_worker.lower_priority(0)
+    assert calls == [10]

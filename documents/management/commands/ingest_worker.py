@@ -4,10 +4,16 @@ ingestions a dead worker left behind.
 Takes every db_worker option. At start, and then every --recovery-interval
 seconds, documents whose ingestion was interrupted (their worker was killed) are
 queued again (documents.services.recovery).
+
+The worker lowers its own CPU priority (INGEST_WORKER_NICENESS, inherited by the
+PDF reader it starts): ingestion is batch work, and on a machine it shares with
+the web server, searches should not queue behind page rendering and embedding.
 """
 
+import os
 import threading
 
+from django.conf import settings
 from django.db import close_old_connections, connection
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
@@ -31,6 +37,7 @@ class Command(DbWorkerCommand):
         )
 
     def handle(self, *args, recovery_interval: float, **options):
+        lower_priority(settings.INGEST_WORKER_NICENESS)
         self._recover()
         close_old_connections()
         if recovery_interval > 0:
@@ -59,3 +66,9 @@ class Command(DbWorkerCommand):
                 self.stderr.write(f"Recovery check failed: {exc}")
             finally:
                 connection.close()  # this thread's own connection
+
+
+def lower_priority(niceness: int) -> None:
+    """Add `niceness` to this process's nice value (0: leave it)."""
+    if niceness > 0:
+        os.nice(niceness)
