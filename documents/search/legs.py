@@ -1,13 +1,29 @@
 """The two retrieval legs. Each is one index-friendly query with its own LIMIT
-that returns [(chunk_id, score)] best first."""
+that returns [(chunk_id, score)] best first.
+
+The legs are plain SQL around one condition for the chunks in scope: a search
+is a handful of small statements, and building each through the ORM cost more
+than PostgreSQL took to run it. Only a filtered scope's documents go through
+the ORM (documents.filters builds them), compiled once per search.
+"""
 
 from functools import cached_property
 
 from django.db import connection
 from django.db.models import QuerySet, Sum
 
-from documents.models import Channel, Chunk, KeywordStatistics, TermStatistic
+from documents.models import (
+    Channel,
+    Chunk,
+    Document,
+    KeywordStatistics,
+    TermStatistic,
+)
 from documents.search import terms
+
+CHUNKS = Chunk._meta.db_table
+DOCUMENTS = Document._meta.db_table
+NOT_READY = [status for status in Document.Status.values if status != "ready"]
 
 # At or below this many chunks to search, the vector leg sorts them all exactly;
 # above it, the HNSW index is scanned iteratively until enough rows pass filters.
@@ -29,10 +45,6 @@ class Scope:
         self.documents = documents
         self.restricted = restricted
 
-    @classmethod
-    def of(cls, channel: Channel, documents: QuerySet, restricted: bool) -> "Scope":
-        return cls(channel, documents, restricted)
-
     @cached_property
     def size(self) -> int:
         """Chunks in scope, without touching the chunk table: the channel's
@@ -49,10 +61,23 @@ class Scope:
                 return total
         return self.documents.aggregate(total=Sum("chunk_count"))["total"] or 0
 
-    def chunks(self) -> QuerySet:
+    @cached_property
+    def condition(self) -> tuple[str, list]:
+        """SQL selecting the chunks in scope (table alias `c`), and its parameters."""
         if self.restricted:
-            return Chunk.objects.for_channel(self.channel).in_documents(self.documents)
-        return Chunk.objects.searchable_in(self.channel)
+            documents, params = self.documents.values("id").query.sql_with_params()
+            return (
+                f"c.channel_id = %s AND c.document_id IN ({documents})",
+                [self.channel.pk, *params],
+            )
+        # "Not one of the few documents that aren't ready", so that a ranked scan
+        # checks each row against a small hashed list instead of joining every
+        # document.
+        return (
+            f"c.channel_id = %s AND c.document_id NOT IN (SELECT id FROM {DOCUMENTS} "
+            "WHERE channel_id = %s AND status = ANY(%s))",
+            [self.channel.pk, self.channel.pk, NOT_READY],
+        )
 
 
 def query_terms(channel: Channel, query: str) -> tuple[dict[str, tuple[int, int]], int]:
@@ -86,24 +111,40 @@ def keyword_leg(scope: Scope, query: str, candidates: int) -> list[tuple[int, fl
         lexeme: lexemes[lexeme][0] * terms.idf(frequency, chunk_count)
         for lexeme, frequency in present.items()
     }
-    query_vector = terms.query_vector(weights)
-
-    def ranked(tsquery: str | None) -> list[tuple[int, float]]:
-        rows = (
-            scope.chunks()
-            .keyword_ranked(tsquery, query_vector)
-            .values_list("id", "bm25")[:candidates]
-        )
-        return list(rows)
-
+    query_vector = terms.query_vector(weights).to_text()
     if scope.restricted and scope.size <= KEYWORD_CANDIDATE_BUDGET:
         # A small filtered set is scored whole, through the filter's own index.
-        return ranked(None)
+        return _bm25_ranked(scope, query_vector, None, candidates)
     chosen, operator = candidate_terms(present, chunk_count, KEYWORD_CANDIDATE_BUDGET)
-    results = ranked(terms.tsquery_text(chosen, operator))
+    results = _bm25_ranked(
+        scope, query_vector, terms.tsquery_text(chosen, operator), candidates
+    )
     if not results and operator == "&":
-        results = ranked(terms.tsquery_text(chosen[:1]))
+        results = _bm25_ranked(
+            scope, query_vector, terms.tsquery_text(chosen[:1]), candidates
+        )
     return results
+
+
+def _bm25_ranked(
+    scope: Scope, query_vector: str, tsquery: str | None, candidates: int
+) -> list[tuple[int, float]]:
+    """Chunks matching `tsquery` (a `'a' | 'b'` string of lexemes, used as given)
+    through the GIN index, ordered by BM25: the inner product of Chunk.terms with
+    the query's IDF vector. With tsquery None every chunk in scope that shares a
+    term is scored (for small filtered sets)."""
+    where, params = scope.condition
+    if tsquery is None:
+        match, match_params = "(c.terms <#> %s::sparsevec) < 0", [query_vector]
+    else:
+        match, match_params = "c.search_vector @@ %s::tsquery", [tsquery]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT c.id, -(c.terms <#> %s::sparsevec) AS bm25 FROM {CHUNKS} c "
+            f"WHERE {where} AND {match} ORDER BY bm25 DESC LIMIT %s",
+            [query_vector, *params, *match_params, candidates],
+        )
+        return cursor.fetchall()
 
 
 def candidate_terms(
@@ -143,43 +184,62 @@ def candidate_terms(
 def vector_leg(
     scope: Scope, vector: list[float], model_name: str, candidates: int
 ) -> list[tuple[int, float]]:
-    """Cosine ranking; exact over small sets, iterative HNSW scan over large ones.
-
-    Must run inside a transaction (the HNSW settings are SET LOCAL)."""
-    chunks = scope.chunks().filter(embedding_model=model_name)
-    searchable = scope.size
-    if searchable > EXACT_SCAN_MAX_CHUNKS:
-        _configure_hnsw(candidates)
-        ranked = _nearest(chunks, vector, candidates, exact=False)
+    """Cosine ranking; exact over small sets, iterative HNSW scan over large ones."""
+    if scope.size > EXACT_SCAN_MAX_CHUNKS:
+        ranked = _nearest(scope, vector, model_name, candidates, exact=False)
         # More rows than candidates pass the filters here, so a short answer means
         # the graph walk gave up early: rank exactly instead of returning it.
         if len(ranked) >= candidates:
             return ranked
-    return _nearest(chunks, vector, candidates, exact=True)
+    return _nearest(scope, vector, model_name, candidates, exact=True)
 
 
 def _nearest(
-    chunks, vector, candidates: int, *, exact: bool
+    scope: Scope, vector: list[float], model_name: str, candidates: int, *, exact: bool
 ) -> list[tuple[int, float]]:
-    rows = chunks.nearest(vector, exact=exact).values_list("id", "distance")[
-        :candidates
-    ]
+    """Chunks by cosine distance to `vector`. Ordered by the bare distance the
+    HNSW index walks; exact=True orders by an expression the index can't serve,
+    so PostgreSQL ranks every row the scope selects."""
+    where, params = scope.condition
+    order = "(c.embedding <=> q.v) + 0" if exact else "distance"
+    source = "(SELECT %s::vector AS v) q" if exact else ""
+    distance = "c.embedding <=> q.v" if exact else "c.embedding <=> %s::vector"
+    # float32 values: nine significant digits say each exactly, in half the text.
+    literal = "[" + ",".join(f"{value:.9g}" for value in vector) + "]"
+    select = (
+        f"SELECT c.id, {distance} AS distance "
+        f"FROM {CHUNKS} c{', ' + source if source else ''} "
+        f"WHERE {where} AND c.embedding IS NOT NULL AND c.embedding_model = %s "
+        f"ORDER BY {order} LIMIT %s"
+    )
+    settings = [] if exact else _hnsw_settings(candidates)
+    with connection.cursor() as cursor:
+        # One message: the settings and the scan travel together, and SET LOCAL
+        # lasts until the end of the transaction they share (an implicit one in
+        # autocommit mode, which a multi-statement message gets).
+        cursor.execute(
+            "".join(f"{setting}; " for setting in settings) + select,
+            [literal, *params, model_name, candidates],
+        )
+        for _ in settings:
+            cursor.nextset()
+        rows = cursor.fetchall()
     # relaxed_order iterative scans may return rows slightly out of order.
     ranked = sorted(rows, key=lambda row: row[1])
     return [(chunk_id, 1.0 - distance) for chunk_id, distance in ranked]
 
 
-def _configure_hnsw(candidates: int) -> None:
-    # ef_search = the candidates asked for: the iterative scan goes on past it
-    # when filters drop rows. Twice that cost a third more time on SciFact and
-    # scored no better (nDCG@10 0.725 vs 0.728).
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT set_config('hnsw.ef_search', %s, true), "
-            "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-            "set_config('hnsw.max_scan_tuples', %s, true)",
-            [
-                str(min(1000, max(40, candidates))),
-                str(max(20_000, candidates * 200)),
-            ],
-        )
+def _hnsw_settings(candidates: int) -> list[str]:
+    """SET LOCAL statements for an iterative HNSW scan that can return
+    `candidates` rows after filtering.
+
+    ef_search = the candidates asked for: the iterative scan goes on past it
+    when filters drop rows. Twice that cost a third more time on SciFact and
+    scored no better (nDCG@10 0.725 vs 0.728)."""
+    ef_search = min(1000, max(40, int(candidates)))
+    max_scan_tuples = max(20_000, int(candidates) * 200)
+    return [
+        f"SET LOCAL hnsw.ef_search = {ef_search}",
+        "SET LOCAL hnsw.iterative_scan = relaxed_order",
+        f"SET LOCAL hnsw.max_scan_tuples = {max_scan_tuples}",
+    ]
