@@ -242,10 +242,14 @@ def decode_png(data: str) -> Image.Image:
     return Image.open(io.BytesIO(base64.b64decode(data)))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def quire_server(django_db_setup, django_db_blocker, tmp_path_factory):
     """A uvicorn server with two workers on the test database, serving the demo
-    channel (loaded as `make run` does) and the conformance channel."""
+    channel (loaded as `make run` does) and the conformance channel.
+
+    Its rows are committed (the server's workers must see them), so they are
+    deleted when this package's tests end: tests elsewhere, in any order, never
+    see them."""
     from django.db import connection
     from django.test import override_settings
 
