@@ -1,4 +1,5 @@
-"""Admin forms: the two-step document upload and API key creation."""
+"""Admin forms: the two-step document upload, a document's title and metadata,
+and API key creation."""
 
 from datetime import datetime
 
@@ -6,7 +7,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from documents.metadata import clean_metadata
-from documents.models import ApiKey, Channel, MetadataField
+from documents.models import ApiKey, Channel, Document, MetadataField
 
 FieldType = MetadataField.FieldType
 METADATA_PREFIX = "meta_"
@@ -88,17 +89,9 @@ def metadata_form_field(field: MetadataField) -> forms.Field:
             )
 
 
-class UploadDocumentsForm(forms.Form):
-    """Step two of an upload: the files and one input per metadata field.
-
-    The values apply to every file of the upload; `cleaned_data["metadata"]` holds
-    them validated by clean_metadata.
-    """
-
-    files = MultipleFileField(
-        label="Files",
-        help_text="PDF, Markdown or plain text. Choose one or many.",
-    )
+class MetadataInputsForm(forms.Form):
+    """One input per metadata field of `channel`; `cleaned_data["metadata"]`
+    holds the values validated by clean_metadata."""
 
     def __init__(self, *args, channel: Channel, **kwargs):
         super().__init__(*args, **kwargs)
@@ -130,6 +123,47 @@ class UploadDocumentsForm(forms.Form):
             except ValidationError as exc:
                 raise ValidationError(exc.messages) from None
         return cleaned
+
+
+class UploadDocumentsForm(MetadataInputsForm):
+    """Step two of an upload: the files and one input per metadata field (the
+    values apply to every file of the upload)."""
+
+    files = MultipleFileField(
+        label="Files",
+        help_text="PDF, Markdown or plain text. Choose one or many.",
+    )
+
+
+class DocumentMetadataForm(MetadataInputsForm):
+    """A document's title and metadata, filled in with its current values."""
+
+    title = forms.CharField(
+        max_length=500,
+        required=False,
+        widget=forms.TextInput(attrs={"class": "vLargeTextField"}),
+        help_text="Empty: the metadata's title, else the file name.",
+    )
+
+    def __init__(self, *args, document: Document, **kwargs):
+        kwargs.setdefault(
+            "initial",
+            {"title": document.title}
+            | {
+                METADATA_PREFIX + name: input_value(value)
+                for name, value in document.metadata.items()
+            },
+        )
+        super().__init__(*args, channel=document.channel, **kwargs)
+
+
+def input_value(value) -> str:
+    """A stored metadata value as its form input shows it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value)
+    return str(value)
 
 
 class ApiKeyForm(forms.ModelForm):

@@ -1,4 +1,5 @@
-"""Documents: the upload form, status and counts, page preview, re-ingest, delete."""
+"""Documents: the upload form, status and counts, title and metadata, page
+preview, re-ingest, delete."""
 
 import json
 import mimetypes
@@ -14,7 +15,11 @@ from django.utils.http import urlencode
 from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
-from documents.forms import UploadChannelForm, UploadDocumentsForm
+from documents.forms import (
+    DocumentMetadataForm,
+    UploadChannelForm,
+    UploadDocumentsForm,
+)
 from documents.models import Channel, Chunk, Document, Page
 from documents.services import documents as document_services
 
@@ -173,6 +178,11 @@ class DocumentAdmin(admin.ModelAdmin):
                 name=f"{prefix}_reingest",
             ),
             path(
+                "<int:object_id>/metadata/",
+                wrap(self.metadata_view),
+                name=f"{prefix}_metadata",
+            ),
+            path(
                 "<int:object_id>/original/",
                 wrap(self.original_view),
                 name=f"{prefix}_original",
@@ -246,6 +256,39 @@ class DocumentAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(
             request, "admin/documents/document/upload.html", context
+        )
+
+    def metadata_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        """Edit a document's title and the values of its channel's metadata
+        fields, validated as at upload."""
+        document = self._document_or_404(request, object_id)
+        if not self.has_change_permission(request, document):
+            raise PermissionDenied
+        if request.method == "POST":
+            form = DocumentMetadataForm(request.POST, document=document)
+            if form.is_valid():
+                try:
+                    document_services.update_document(
+                        document=document,
+                        title=form.cleaned_data["title"],
+                        metadata=form.cleaned_data["metadata"],
+                    )
+                except ValidationError as exc:
+                    form.add_error(None, exc)
+                else:
+                    self.message_user(request, f"Saved “{document}”.", messages.SUCCESS)
+                    return redirect(self._url_name("change"), document.pk)
+        else:
+            form = DocumentMetadataForm(document=document)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"Title and metadata of {document}",
+            "original": document,
+            "form": form,
+        }
+        return TemplateResponse(
+            request, "admin/documents/document/metadata.html", context
         )
 
     def _document_or_404(self, request, object_id: int) -> Document:

@@ -138,6 +138,31 @@ def create_document(
     return document
 
 
+def update_document(
+    *, document: Document, title: str, metadata: dict | None
+) -> Document:
+    """Change a document's title and metadata.
+
+    The metadata must fit the channel's fields (ValidationError with a message
+    per problem, and nothing changes). Filters, listings and citations use the
+    new values at once; the channel's corpus version is bumped so that cached
+    answers and tool schemas (enums of the values in use) follow. The pages and
+    chunks are not touched: their text does not depend on either.
+    """
+    fields = list(document.channel.metadata_fields.all())
+    cleaned = clean_metadata(fields, metadata)
+    title = (
+        title.strip() or _metadata_title(fields, cleaned) or document.original_filename
+    )[:500]
+    with transaction.atomic():
+        Document.objects.filter(pk=document.pk).update(
+            title=title, metadata=cleaned, updated_at=timezone.now()
+        )
+        bump_corpus_version(channel_id=document.channel_id)
+    document.title, document.metadata = title, cleaned
+    return document
+
+
 def reingest_document(*, document: Document) -> None:
     """Queue the document for ingestion again (after a fix to the pipeline, a
     failure, or a change of settings). A ready document stays searchable in its

@@ -709,3 +709,97 @@ def test_delete_page_of_one_document_uses_the_service(
     assert response.status_code == 302
     assert not Document.objects.exists()
     assert Channel.objects.get(pk=channel.pk).corpus_version > before
+
+
+def test_title_and_metadata_form_shows_the_current_values(admin_client, make_channel):
+    """The document page links the form; each metadata input holds the stored
+    value as it would be typed, and the title is escaped."""
+    channel = make_channel(fields=FIELDS)
+    document = make_document(
+        channel,
+        title=f"Manual {HOSTILE}",
+        metadata={
+            "kind": "manual",
+            "published": "2024-05-01",
+            "topics": ["torque", "nuts"],
+            "pages_hint": 12,
+            "reviewed": True,
+        },
+    )
+    url = reverse("admin:documents_document_metadata", args=[document.pk])
+    change = admin_client.get(
+        reverse("admin:documents_document_change", args=[document.pk])
+    )
+    assert url in change.text
+
+    response = admin_client.get(url)
+    assert response.status_code == 200
+    form = response.context["form"]
+    assert form["title"].value() == f"Manual {HOSTILE}"
+    assert form["meta_kind"].value() == "manual"
+    assert form["meta_topics"].value() == "torque, nuts"
+    assert form["meta_reviewed"].value() == "true"
+    assert form["meta_pages_hint"].value() == "12"
+    assert HOSTILE not in response.text
+    assert 'value="2024-05-01"' in response.text
+
+
+def test_saving_title_and_metadata_updates_the_document(admin_client, make_channel):
+    channel = make_channel(fields=FIELDS)
+    document = make_document(channel, metadata={"kind": "draft"})
+    url = reverse("admin:documents_document_metadata", args=[document.pk])
+    response = admin_client.post(
+        url,
+        {
+            "title": "Torque guide",
+            "meta_kind": "guide",
+            "meta_published": "2025-01-31",
+            "meta_topics": "torque, safety",
+            "meta_pages_hint": "3",
+            "meta_reviewed": "false",
+        },
+    )
+    assert response.status_code == 302
+    assert response["Location"] == reverse(
+        "admin:documents_document_change", args=[document.pk]
+    )
+    document.refresh_from_db()
+    assert document.title == "Torque guide"
+    assert document.metadata == {
+        "kind": "guide",
+        "published": "2025-01-31",
+        "topics": ["torque", "safety"],
+        "pages_hint": 3,
+        "reviewed": False,
+    }
+    assert any("Saved" in message for message in messages_of(response))
+
+
+def test_bad_metadata_is_refused_with_the_reason_and_nothing_changes(
+    admin_client, make_channel
+):
+    channel = make_channel(fields=FIELDS)
+    document = make_document(channel, title="Kept", metadata={"kind": "draft"})
+    url = reverse("admin:documents_document_metadata", args=[document.pk])
+    response = admin_client.post(
+        url, {"title": "Changed", "meta_kind": "guide", "meta_pages_hint": "many"}
+    )
+    assert response.status_code == 200
+    assert "not a number" in response.text
+    document.refresh_from_db()
+    assert (document.title, document.metadata) == ("Kept", {"kind": "draft"})
+
+
+def test_staff_who_may_only_view_documents_cannot_edit_metadata(client, make_channel):
+    from django.contrib.auth.models import Permission
+
+    channel = make_channel(fields=FIELDS)
+    document = make_document(channel, metadata={"kind": "draft"})
+    viewer = User.objects.create_user("viewer", password="pw", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_document"))
+    client.force_login(viewer)
+    url = reverse("admin:documents_document_metadata", args=[document.pk])
+    assert client.get(url).status_code == 403
+    assert client.post(url, {"title": "x", "meta_kind": "other"}).status_code == 403
+    document.refresh_from_db()
+    assert document.metadata == {"kind": "draft"}

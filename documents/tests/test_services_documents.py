@@ -10,6 +10,7 @@ from documents.services.documents import (
     delete_document,
     ingest_document,
     reingest_document,
+    update_document,
 )
 from documents.tests.fixtures import make_pdf
 
@@ -398,3 +399,86 @@ def test_scanned_pdf_is_ready_without_text(make_channel, fake_embedder):
     assert (document.page_count, document.chunk_count) == (2, 0)
     assert document.status_reason.startswith("No extractable text")
     assert all(page.image for page in Page.objects.filter(document=document))
+
+
+def test_update_document_changes_title_and_metadata_for_filters_at_once(
+    make_channel,
+):
+    """New values are validated, stored and searchable at once; the corpus
+    version moves so cached answers and schema enums follow."""
+    from documents.filters import FilterError
+    from documents.listing import list_documents
+
+    channel = make_channel(
+        fields=[*FIELDS[1:], {"name": "kind", "type": "string", "filterable": True}]
+    )
+    document = create_document(
+        channel=channel,
+        file=_upload("notes.txt", b"hello", "text/plain"),
+        metadata={"year": 2020, "kind": "draft"},
+        enqueue=False,
+    )
+    Document.objects.filter(pk=document.pk).update(status=Document.Status.READY)
+    version = Channel.objects.get(pk=channel.pk).corpus_version
+
+    update_document(
+        document=document,
+        title="  Final notes ",
+        metadata={"year": "2024", "tags": "a, b", "kind": "final"},
+    )
+
+    document.refresh_from_db()
+    assert document.title == "Final notes"
+    assert document.metadata == {"year": 2024, "tags": ["a", "b"], "kind": "final"}
+    assert Channel.objects.get(pk=channel.pk).corpus_version == version + 1
+
+    def kinds(value):
+        listed = list_documents(channel, metadata_filter={"kind": value})
+        return [item["id"] for item in listed["results"]]
+
+    assert kinds("final") == [document.pk]
+    # The old value is no longer in use: a filter on it says which values are.
+    with pytest.raises(FilterError, match="Values in use: 'final'"):
+        kinds("draft")
+
+
+def test_update_document_refuses_metadata_that_does_not_fit_and_keeps_the_old(
+    make_channel,
+):
+    channel = make_channel(fields=FIELDS)
+    document = create_document(
+        channel=channel,
+        file=_upload("notes.txt", b"hello", "text/plain"),
+        title="Notes",
+        metadata={"year": 2020},
+        enqueue=False,
+    )
+    version = Channel.objects.get(pk=channel.pk).corpus_version
+    with pytest.raises(ValidationError) as caught:
+        update_document(
+            document=document,
+            title="Other",
+            metadata={"year": "soon", "colour": "red"},
+        )
+    assert any("colour" in message for message in caught.value.messages)
+    assert any("not a number" in message for message in caught.value.messages)
+    document.refresh_from_db()
+    assert (document.title, document.metadata) == ("Notes", {"year": 2020})
+    assert Channel.objects.get(pk=channel.pk).corpus_version == version
+
+
+def test_update_document_without_a_title_takes_the_metadata_title(make_channel):
+    channel = make_channel(fields=FIELDS)
+    document = create_document(
+        channel=channel,
+        file=_upload("notes.txt", b"hello", "text/plain"),
+        metadata={"year": 2020},
+        enqueue=False,
+    )
+    update_document(document=document, title="", metadata={"year": 2020})
+    assert document.title == "notes.txt"
+    update_document(
+        document=document, title=" ", metadata={"year": 2020, "title": "Annual"}
+    )
+    document.refresh_from_db()
+    assert document.title == "Annual"
