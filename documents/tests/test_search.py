@@ -319,3 +319,48 @@ def test_all_common_terms_still_find_chunks(make_channel, fake_embedder, monkeyp
     assert [r.document_title for r in results] == ["both", "basin"]
     results = retrieve_chunks(channel, "delta plateau basin", limit=10)
     assert results[0].document_title == "both"
+
+
+def _chunk_ids(where: str, params) -> set[int]:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT c.id FROM documents_chunk c WHERE {where}", params)
+        return {row[0] for row in cursor.fetchall()}
+
+
+@pytest.mark.parametrize(
+    "metadata_filter", [{"team": "hr"}, {"team": ["hr", "it"]}, {"year": {"min": 2024}}]
+)
+def test_the_two_forms_of_a_filtered_scope_select_the_same_chunks(
+    wiki, metadata_filter
+):
+    """The semi-join and the hashed per-row check are the same condition."""
+    from documents.filters import compile_filter
+
+    documents = (
+        Document.objects.for_channel(wiki)
+        .ready()
+        .filter(compile_filter(wiki, metadata_filter))
+    )
+    scope = legs.Scope(wiki, documents, restricted=True)
+    expected = set(
+        Chunk.objects.filter(document__in=documents).values_list("id", flat=True)
+    )
+    assert expected
+    assert _chunk_ids(*scope.condition) == expected
+    assert _chunk_ids(*scope.checked_per_row) == expected
+    everything = legs.Scope(wiki, Document.objects.none(), restricted=False)
+    assert _chunk_ids(*everything.condition) == set(
+        Chunk.objects.filter(channel=wiki).values_list("id", flat=True)
+    )
+
+
+def test_only_a_filter_keeping_under_one_percent_is_selective(wiki):
+    scope = legs.Scope(wiki, Document.objects.for_channel(wiki), restricted=True)
+    scope.channel_size = 1_000_000
+    scope.size = 9_999
+    assert scope.selective
+    scope.size = 10_000
+    assert not scope.selective
+    unfiltered = legs.Scope(wiki, Document.objects.for_channel(wiki), False)
+    unfiltered.channel_size = unfiltered.size = 1_000_000
+    assert not unfiltered.selective
