@@ -65,13 +65,12 @@ MIDDLEWARE = [
     "project.middleware.ContentSecurityPolicyMiddleware",
 ]
 
-# Content Security Policy: nothing is loaded from other origins and no inline
-# script runs. Inline styles stay allowed because admin templates carry <style>
-# blocks without a nonce; the playground overrides this with a stricter policy.
+# Content Security Policy: nothing is loaded from other origins, and no inline
+# script or style runs unless it carries the request's nonce.
 SECURE_CSP = {
     "default-src": [CSP.SELF],
     "script-src": [CSP.SELF, CSP.NONCE],
-    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    "style-src": [CSP.SELF, CSP.NONCE],
     "img-src": [CSP.SELF, "data:"],
     "connect-src": [CSP.SELF],
     "object-src": [CSP.NONE],

@@ -163,8 +163,10 @@ def test_errors_show_as_the_agent_sees_them(page, site):
 
 
 def test_admin_forms_work_under_the_csp(page, site):
-    """The admin's channel form (inline field rows), a document and the upload
-    form render and run their scripts without a CSP violation."""
+    """The admin's channel form (inline field rows), a document, its title and
+    metadata form, a page preview and the upload form render and run their
+    scripts without a CSP violation (no inline style or script without the
+    request's nonce)."""
     log_in(page, site)
     handbook = site.document_ids["faa-amt-handbook-self-locking-nuts.pdf"]
     page.goto("/admin/documents/channel/")
@@ -173,6 +175,16 @@ def test_admin_forms_work_under_the_csp(page, site):
     page.click(".inline-group .add-row a")  # the admin's inline JavaScript
     page.goto(f"/admin/documents/document/{handbook}/change/")
     assert page.is_visible("#content-main")
+    # The page's own styled buttons (a <style> block with the nonce) apply.
+    button = page.locator(".object-tools .quire-inline-form button")
+    assert button.evaluate("b => getComputedStyle(b).borderRadius") == "15px"
+    page.click("text=Edit title and metadata")
+    assert page.is_visible("#document_metadata_form")
+    page.goto(f"/admin/documents/document/{handbook}/pages/1/")
+    assert (
+        page.locator(".quire-page").evaluate("e => getComputedStyle(e).display")
+        == "flex"
+    )
     page.goto("/admin/documents/document/upload/")
     assert page.is_visible("#content-main")
     assert csp_violations(page) == []
