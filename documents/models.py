@@ -241,6 +241,14 @@ class Page(models.Model):
     image = models.FileField(upload_to=page_image_upload_to, blank=True, max_length=500)
     width = models.PositiveIntegerField(null=True, blank=True)
     height = models.PositiveIntegerField(null=True, blank=True)
+    ocr = models.BooleanField(
+        default=False, help_text="The text was read from the page image by OCR."
+    )
+    # Where each line of `text` sits on the page, for citations with regions:
+    # [[start, end, x0, y0, x1, y1], ...] with start/end character offsets into
+    # `text` (end exclusive) and the box as fractions of the page's width and
+    # height, origin top left. Empty when the source gives no positions.
+    lines = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["document_id", "number"]
