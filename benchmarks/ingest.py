@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from documents.access import COMMAND_LINE
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
@@ -90,6 +92,7 @@ def run(pdfs: Path) -> None:
     for path in files:
         with path.open("rb") as handle:
             document = create_document(
+                actor=COMMAND_LINE,
                 channel=channel,
                 file=File(handle, name=path.name),
                 content_type="application/pdf",

@@ -25,6 +25,8 @@ import threading
 import time
 from pathlib import Path
 
+from documents.access import COMMAND_LINE
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import stack  # noqa: E402
@@ -85,6 +87,7 @@ def build_channel(abstracts: int):
     for name in PAGE_PDFS:
         with (PDFS / name).open("rb") as handle:
             document = create_document(
+                actor=COMMAND_LINE,
                 channel=channel,
                 file=File(handle),
                 filename=name,
@@ -110,6 +113,7 @@ def feed(channel, every: float, stop: threading.Event, queued: list[int]):
             turn += 1
             with (PDFS / name).open("rb") as handle:
                 document = create_document(
+                    actor=COMMAND_LINE,
                     channel=channel,
                     file=File(handle),
                     filename=f"feed-{turn}-{name}",
@@ -194,7 +198,7 @@ def main() -> int:
     channel = build_channel(args.abstracts)
     ApiKey.objects.filter(name__startswith="load-").delete()
     keys = [
-        create_api_key(name=f"load-{n}", channels=[channel]).raw_key
+        create_api_key(actor=COMMAND_LINE, name=f"load-{n}", channels=[channel]).raw_key
         for n in range(args.users)
     ]
     with (SCIFACT / "queries.jsonl").open() as handle:

@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from documents.access import COMMAND_LINE
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
@@ -86,6 +88,7 @@ def ingest_through_services(channel_id: int, items: list[dict], worker: int) -> 
     channel = Channel.objects.get(pk=channel_id)
     for index, item in enumerate(items, start=1):
         document = create_document(
+            actor=COMMAND_LINE,
             channel=channel,
             file=ContentFile(document_text(item).encode("utf-8")),
             filename=f"{item['_id']}.txt",

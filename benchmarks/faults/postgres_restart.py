@@ -21,6 +21,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from documents.access import COMMAND_LINE
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import stack  # noqa: E402
@@ -104,7 +106,9 @@ def main() -> int:
     channel = create_channel(slug="outage", name="Outage")
     for number, text in enumerate(TEXTS, start=1):
         add_document(channel, title=f"Note {number}", pages=[text])
-    key = create_api_key(name="outage client", channels=[channel]).raw_key
+    key = create_api_key(
+        actor=COMMAND_LINE, name="outage client", channels=[channel]
+    ).raw_key
     connections.close_all()
 
     port = stack.free_port()

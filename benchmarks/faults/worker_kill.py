@@ -20,6 +20,8 @@ import threading
 import time
 from pathlib import Path
 
+from documents.access import COMMAND_LINE
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import stack  # noqa: E402
@@ -132,10 +134,16 @@ def main() -> int:
     Channel.objects.filter(slug="book").delete()
     DBTaskResult.objects.all().delete()
     channel = create_channel(slug="book", name="Book")
-    key = create_api_key(name="fault searcher", channels=[channel]).raw_key
+    key = create_api_key(
+        actor=COMMAND_LINE, name="fault searcher", channels=[channel]
+    ).raw_key
     with BOOK.open("rb") as handle:
         document = create_document(
-            channel=channel, file=File(handle), filename=BOOK.name, enqueue=False
+            actor=COMMAND_LINE,
+            channel=channel,
+            file=File(handle),
+            filename=BOOK.name,
+            enqueue=False,
         )
     started = time.monotonic()
     document = ingest_document(document_id=document.pk)
@@ -156,7 +164,7 @@ def main() -> int:
     searchers.start()
     worker = None
     try:
-        reingest_document(document=document)
+        reingest_document(actor=COMMAND_LINE, document=document)
         worker = stack.start_worker(env, "--recovery-interval", "0")
         wait_for(
             lambda: Document.objects.filter(

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from documents.access import COMMAND_LINE
 from documents.models import Document
 from documents.services.documents import create_document, ingest_document
 from documents.services.keys import create_api_key
@@ -82,6 +83,7 @@ def test_path_traversal_in_file_names_stays_inside_the_channel_folder(
     originals folder inside MEDIA_ROOT, and the stored name has no path."""
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload(filename, b"hello", "text/plain"),
         filename=filename,
@@ -100,7 +102,9 @@ def test_path_traversal_through_the_rest_api_upload(client, make_channel, settin
     """A multipart upload whose file name climbs directories lands inside the
     channel's folder too."""
     channel = make_channel()
-    key = create_api_key(name="uploader", channels=[channel]).raw_key
+    key = create_api_key(
+        actor=COMMAND_LINE, name="uploader", channels=[channel], scopes=["write"]
+    ).raw_key
     upload = _upload("../../../../tmp/evil.txt", b"hello", "text/plain")
     response = client.post(
         f"/api/channels/{channel.slug}/documents",
@@ -121,6 +125,7 @@ def test_oversized_upload_is_refused_with_a_clear_message(make_channel, settings
     channel = make_channel()
     with pytest.raises(ValidationError) as caught:
         create_document(
+            actor=COMMAND_LINE,
             channel=channel,
             file=_upload("big.txt", b"x" * 5000, "text/plain"),
             enqueue=False,
@@ -148,6 +153,7 @@ def test_pdf_page_count_bombs_fail_with_a_clear_reason(
     a reason a person understands; nothing is rendered."""
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("bomb.pdf", bomb(), "application/pdf"),
         enqueue=False,
@@ -165,6 +171,7 @@ def test_deeply_nested_pdf_is_read_safely(make_channel, fake_embedder, settings)
     settings.PAGE_IMAGE_WIDTH = 100
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("nested.pdf", nesting_bomb(), "application/pdf"),
         enqueue=False,
@@ -188,6 +195,7 @@ def test_scripts_inside_documents_are_escaped_in_the_admin(
     )
     text = f"# Title {SCRIPT}\n\nBody {IMG} and {SCRIPT} again.\n"
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("hostile.md", text.encode(), "text/markdown"),
         title=f"Doc {SCRIPT}",
@@ -217,6 +225,7 @@ def test_original_with_html_is_never_served_as_html(admin_client, make_channel):
     text with nosniff, so a browser never runs it."""
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("page.md", f"<html>{SCRIPT}</html>".encode(), "text/markdown"),
         enqueue=False,
