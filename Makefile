@@ -53,10 +53,13 @@ bench-scale: install
 bench-ingest: install
 	$(PY) benchmarks/ingest.py
 
-.PHONY: bench-load bench-faults
+.PHONY: bench-load bench-faults bench-abuse
 bench-load: install
 	$(PY) benchmarks/load.py
 
 bench-faults: install
 	$(PY) benchmarks/faults/worker_kill.py
 	$(PY) benchmarks/faults/postgres_restart.py
+
+bench-abuse: install
+	$(PY) benchmarks/abuse.py

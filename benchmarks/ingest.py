@@ -21,8 +21,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from documents.access import COMMAND_LINE
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
@@ -39,6 +37,7 @@ from django.conf import settings  # noqa: E402
 from django.core.files import File  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
+from documents.access import COMMAND_LINE  # noqa: E402
 from documents.ingestion import embeddings  # noqa: E402
 from documents.models import Chunk  # noqa: E402
 from documents.services import documents as document_services  # noqa: E402

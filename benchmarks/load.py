@@ -25,8 +25,6 @@ import threading
 import time
 from pathlib import Path
 
-from documents.access import COMMAND_LINE
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import stack  # noqa: E402
@@ -51,6 +49,7 @@ def build_channel(abstracts: int):
     """The load channel: SciFact abstracts plus PDFs with page images (reused)."""
     from django.core.files import File
 
+    from documents.access import COMMAND_LINE
     from documents.models import Channel, Document
     from documents.search.testing import add_documents
     from documents.services.channels import create_channel
@@ -104,6 +103,7 @@ def feed(channel, every: float, stop: threading.Event, queued: list[int]):
     from django.core.files import File
     from django.db import connection
 
+    from documents.access import COMMAND_LINE
     from documents.services.documents import create_document
 
     turn = 0
@@ -179,6 +179,7 @@ def report(prefix: Path, max_ms: float) -> int:
 
 
 def main() -> int:
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=64)
     parser.add_argument("--duration", type=int, default=120, help="seconds")
@@ -189,9 +190,9 @@ def main() -> int:
     parser.add_argument("--max-ms", type=float, default=2000.0)
     args = parser.parse_args()
     env = stack.boot("load", MCP_RATE_LIMIT_PER_MINUTE="1000000")
-
     from django.db import connections
 
+    from documents.access import COMMAND_LINE
     from documents.models import ApiKey, Document
     from documents.services.keys import create_api_key
 

@@ -33,7 +33,7 @@ from django.conf import settings  # noqa: E402
 from django.core.files.base import ContentFile  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
-from documents.access import COMMAND_LINE
+from documents.access import COMMAND_LINE  # noqa: E402
 from documents.models import Channel, Document  # noqa: E402
 from documents.services.keys import create_api_key  # noqa: E402
 
@@ -137,6 +137,8 @@ class Server:
     path: str
     workers: int
     env: dict
+    # uvicorn's protocol: Quire runs its own (project.http_guard), as runquire does.
+    http: str = "httptools"
     port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
 
@@ -159,6 +161,8 @@ class Server:
                 str(self.port),
                 "--workers",
                 str(self.workers),
+                "--http",
+                self.http,
                 "--no-access-log",
                 "--log-level",
                 "warning",
@@ -187,6 +191,7 @@ def quire_server(workers: int) -> Server:
         f"/mcp/{PERF_SLUG}",
         workers,
         server_env(),
+        http="project.http_guard:GuardedHttpToolsProtocol",
     )
 
 

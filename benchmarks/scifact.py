@@ -22,8 +22,6 @@ import sys
 import time
 from pathlib import Path
 
-from documents.access import COMMAND_LINE
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
@@ -39,6 +37,7 @@ django.setup()
 from django.core.files.base import ContentFile  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
+from documents.access import COMMAND_LINE  # noqa: E402
 from documents.ingestion import embeddings  # noqa: E402
 from documents.models import Channel, Document  # noqa: E402
 from documents.search.service import retrieve_chunks  # noqa: E402

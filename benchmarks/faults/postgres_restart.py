@@ -21,8 +21,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from documents.access import COMMAND_LINE
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import stack  # noqa: E402
@@ -88,15 +86,16 @@ def outcome(status: int, reply: dict) -> str:
 
 
 def main() -> int:
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=float, default=10)
     parser.add_argument("--outage", type=float, default=8)
     parser.add_argument("--after", type=float, default=15)
     args = parser.parse_args()
     env = stack.boot("postgres-restart", MCP_RATE_LIMIT_PER_MINUTE="0")
-
     from django.db import connections
 
+    from documents.access import COMMAND_LINE
     from documents.models import Channel
     from documents.search.testing import add_document
     from documents.services.channels import create_channel

@@ -20,8 +20,6 @@ import threading
 import time
 from pathlib import Path
 
-from documents.access import COMMAND_LINE
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import stack  # noqa: E402
@@ -111,16 +109,17 @@ def wait_for(predicate, timeout: float, what: str):
 
 
 def main() -> int:
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--kill-at", type=float, default=0.5, help="fraction of the ingestion time"
     )
     args = parser.parse_args()
     env = stack.boot("worker-kill", MCP_RATE_LIMIT_PER_MINUTE="0")
-
     from django.core.files import File
     from django_tasks_db.models import DBTaskResult
 
+    from documents.access import COMMAND_LINE
     from documents.models import Channel, Chunk, Document, Page
     from documents.services.channels import create_channel
     from documents.services.documents import (
