@@ -30,6 +30,7 @@ def ready(output: str) -> bool:
     """runquire answered and both ingestion workers are polling for tasks."""
     return READY in output and output.count(WORKER_STARTED) == 2
 
+
 # What a failed stop printed: a traceback, CommandError, make's "*** ... Error 1"
 # or "*** ... Interrupt". (The workers' "Received Interrupt - shutting down
 # gracefully" is a WARNING line, and expected.)
