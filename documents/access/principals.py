@@ -30,13 +30,19 @@ class Actor:
     user: "AbstractBaseUser | None" = None
     api_key: "ApiKey | None" = None
     address: str | None = None
+    # The OAuth client acting for `user` (a sign-in token), by its name.
+    client: str = ""
 
     @property
     def label(self) -> str:
         if self.api_key is not None:
             return f"key {self.api_key.prefix}… ({self.api_key.name})"
+        if self.user is not None and self.client:
+            return f"user {self.user.get_username()} via {self.client}"
         if self.user is not None:
             return f"user {self.user.get_username()}"
+        if self.client:
+            return f"client {self.client}"
         return {"command": "command line", "demo": "demo loader"}.get(
             self.via, self.via
         )
