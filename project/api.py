@@ -149,6 +149,7 @@ def not_authenticated(request: HttpRequest, exc: AuthenticationError) -> HttpRes
                 "An API key is required (Authorization: Bearer <key> or "
                 "api-key: <key>).",
                 status=401,
+                credentials_given=False,
             )
         return access_denied_problem(denied, request)
     return problem(401, "An API key is required.")

@@ -2,9 +2,11 @@
 against the live server, discovery from the 401, dynamic client registration,
 Chromium signing in and approving the consent page, the token used on
 tools/list and rag_search, refused on another channel and after the grant is
-revoked in the admin."""
+revoked in the admin; the MCP Inspector CLI connects with the same token."""
 
 import asyncio
+import json
+import re
 import socket
 
 import httpx2
@@ -20,6 +22,7 @@ from mcp.shared.auth import (
 )
 from playwright.async_api import async_playwright
 
+from mcp_endpoint.tests.node import INSPECTOR, node_env, require_node
 from tests_browser.conftest import CHROMIUM, CHROMIUM_ARGS
 
 # A channel the token was not issued for (whether it exists doesn't matter:
@@ -126,6 +129,26 @@ async def sign_in_flow(site, seen: dict) -> None:
         token = storage.tokens.access_token
         seen["token"] = token
 
+        # The MCP Inspector CLI with the token the sign-in gave.
+        inspector = await asyncio.create_subprocess_exec(
+            "npx",
+            "-y",
+            INSPECTOR,
+            "--cli",
+            mcp_url,
+            "--transport",
+            "http",
+            "--header",
+            f"Authorization: Bearer {token}",
+            "--method",
+            "tools/list",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=node_env(),
+        )
+        out, err = await asyncio.wait_for(inspector.communicate(), 300)
+        seen["inspector"] = (inspector.returncode, out.decode(), err.decode())
+
         async with httpx2.AsyncClient(timeout=30) as plain:
             headers = {
                 "Authorization": f"Bearer {token}",
@@ -155,6 +178,7 @@ async def sign_in_flow(site, seen: dict) -> None:
 
 
 def test_an_mcp_client_signs_in_with_oauth_and_uses_one_channel(site):
+    require_node()
     seen: dict = {}
     asyncio.run(sign_in_flow(site, seen))
     assert "resource=" in seen["authorize_url"]
@@ -170,6 +194,9 @@ def test_an_mcp_client_signs_in_with_oauth_and_uses_one_channel(site):
         or f"iss={site.base_url}" in seen["callback"]
     )
     assert "rag_search" in seen["tools"] and "get_pages" in seen["tools"]
+    code, out, err = seen["inspector"]
+    assert code == 0, err
+    assert {tool["name"] for tool in json.loads(out)["tools"]} >= {"rag_search"}
     assert seen["answer"]["citations"]
     status, challenge = seen["other_channel"]
     assert status == 401 and 'error="invalid_token"' in challenge
@@ -177,3 +204,89 @@ def test_an_mcp_client_signs_in_with_oauth_and_uses_one_channel(site):
     assert site.channel_name in seen["grants_page"] or site.slug in seen["grants_page"]
     assert "Revoked 1 sign-in grant" in seen["revoked_message"]
     assert seen["after_revoke"] == 401
+
+
+CONFORMANCE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
+
+
+async def authorization_conformance(site, out_dir, seen: dict) -> None:
+    """Register a client over HTTP, run the suite's authorization scenarios
+    against Quire's authorization server and sign in where it asks."""
+    port = free_port()
+    async with httpx2.AsyncClient(timeout=30) as http:
+        registered = await http.post(
+            f"{site.base_url}/oauth/register/",
+            json={
+                "client_name": "MCP conformance suite",
+                "redirect_uris": [f"http://127.0.0.1:{port}/callback"],
+                "token_endpoint_auth_method": "none",
+            },
+        )
+    client_id = registered.json()["client_id"]
+    suite = await asyncio.create_subprocess_exec(
+        "npx",
+        "-y",
+        CONFORMANCE,
+        "authorization",
+        "--url",
+        site.base_url,
+        "--client-id",
+        client_id,
+        "--resource",
+        f"{site.base_url}/mcp/{site.slug}",
+        "-p",
+        str(port),
+        "-o",
+        str(out_dir),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=node_env(),
+    )
+    lines = []
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
+        )
+        page = await browser.new_page()
+        while True:
+            line = await asyncio.wait_for(suite.stdout.readline(), 300)
+            if not line:
+                break
+            text = line.decode().strip()
+            lines.append(text)
+            if text.startswith(f"{site.base_url}/oauth/authorize/"):
+                await page.goto(text)
+                await page.fill("#id_username", site.username)
+                await page.fill("#id_password", site.password)
+                await page.click("input[type=submit]")
+                await page.wait_for_selector("#authorizationForm")
+                await page.click("input[name=allow]")
+        await browser.close()
+    await suite.wait()
+    seen["output"] = "\n".join(lines)
+    seen["returncode"] = suite.returncode
+
+
+def test_the_authorization_server_passes_the_conformance_scenarios(site, tmp_path):
+    """Every authorization-server scenario of the installed conformance suite
+    (0.2.0-alpha.12: metadata endpoint, authorization code grant with PKCE,
+    resource and iss) passes, a person signing in in Chromium."""
+    require_node()
+    seen: dict = {}
+    asyncio.run(authorization_conformance(site, tmp_path, seen))
+    scenarios = {
+        re.sub(r"-\d{4}-\d{2}-\d{2}T.*$", "", path.parent.name): json.loads(
+            path.read_text()
+        )
+        for path in tmp_path.glob("authorization-server-*/checks.json")
+    }
+    assert set(scenarios) == {
+        "authorization-server-authorization-server-metadata-endpoint",
+        "authorization-server-authorization-code-grant",
+    }, seen["output"]
+    for name, checks in scenarios.items():
+        assert checks and all(c["status"] == "SUCCESS" for c in checks), (
+            name,
+            checks,
+        )
+    assert seen["returncode"] == 0, seen["output"]

@@ -238,7 +238,9 @@ def _refusal(
     raw_key: str | None, digest: str, api_key: ApiKey | None, window: Window
 ) -> AccessDenied | None:
     if not raw_key:
-        return AccessDenied("An API key is required.", status=401)
+        return AccessDenied(
+            "An API key is required.", status=401, credentials_given=False
+        )
     # The lookup is by digest (an index hit); compare again in constant time so
     # the outcome never depends on how much of a guessed key matched.
     if api_key is None or not hmac.compare_digest(api_key.digest, digest):
