@@ -1,6 +1,6 @@
 from django.urls import path
 
-from mcp_endpoint import views
+from mcp_endpoint import auth, discovery, views
 
 urlpatterns = [
     # No redirect between the two spellings: clients refuse APPEND_SLASH's
@@ -8,4 +8,21 @@ urlpatterns = [
     path("mcp/<slug:channel_slug>", views.mcp, name="mcp"),
     path("mcp/<slug:channel_slug>/", views.mcp),
     path("citations/<str:token>", views.citation, name="mcp_citation"),
+    path(
+        "mcp/<slug:channel_slug>/server-card",
+        discovery.server_card_view,
+        name="mcp_server_card",
+    ),
+    path(".well-known/ai-catalog.json", discovery.ai_catalog, name="ai_catalog"),
+    # Each channel is an OAuth protected resource (RFC 9728).
+    path(
+        ".well-known/oauth-protected-resource/mcp/<slug:channel_slug>",
+        auth.channel_resource_metadata,
+        name="mcp_resource_metadata",
+    ),
+    path(
+        ".well-known/oauth-protected-resource",
+        auth.site_resource_metadata,
+        name="site_resource_metadata",
+    ),
 ]

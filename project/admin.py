@@ -5,7 +5,14 @@ lists keep the width of the window)."""
 from django.contrib import admin
 
 # The documents app's lists in the order a curator works through them.
-MODEL_ORDER = ["channel", "document", "apikey", "feedback", "auditevent"]
+MODEL_ORDER = [
+    "channel",
+    "document",
+    "apikey",
+    "signingrant",
+    "feedback",
+    "auditevent",
+]
 
 
 class QuireAdminSite(admin.AdminSite):

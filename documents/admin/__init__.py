@@ -1,4 +1,12 @@
-"""The Quire admin: channels, documents (upload, preview), API keys, feedback,
-the audit trail."""
+"""The Quire admin: channels, documents (upload, preview), API keys, sign-in
+grants, feedback, the audit trail. The site itself (name, landing page, list
+order) is project.admin's."""
 
-from documents.admin import audit, channels, documents, feedback, keys  # noqa: F401
+from documents.admin import (  # noqa: F401
+    audit,
+    channels,
+    documents,
+    feedback,
+    grants,
+    keys,
+)

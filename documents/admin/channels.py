@@ -183,6 +183,7 @@ class ChannelAdmin(admin.ModelAdmin):
                     "newest_sort",
                     "filterable_fields",
                     "max_pages_per_call",
+                    "listed",
                 ]
             },
         ),
@@ -200,6 +201,7 @@ class ChannelAdmin(admin.ModelAdmin):
                         "tool_rag_search",
                         "tool_submit_feedback",
                     ),
+                    "tool_research",
                 ],
                 "description": "The tools this channel's MCP server offers.",
             },
