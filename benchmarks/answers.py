@@ -89,6 +89,13 @@ def build_channels(rebuild: bool) -> dict:
         document = ingest_document(document_id=document.pk)
         if document.status != Document.Status.READY:
             print(f"  {path.name} failed: {document.status_reason}")
+    # What the worker's prepare_answers_task does after each ingestion.
+    from documents.generation.evidence import prepare_document
+
+    for channel in (demo, pdfs):
+        for document in channel.documents.filter(status=Document.Status.READY):
+            if prepare_document(document.pk):
+                print(f"Prepared the sentences of {document}")
     return {"demo": demo, "pdfs": pdfs}
 
 
@@ -132,10 +139,16 @@ def gold_pages(channels: dict, questions: list[dict]) -> None:
             print(f"  warning: no gold string on its pages: {question['question']}")
 
 
-def ask(url: str, key: str, question: str) -> tuple[dict, float]:
+def ask(url: str, key: str, channel, question: str) -> tuple[dict, float]:
     from django.core.cache import cache
 
-    cache.clear()  # every call runs retrieval and the answerer
+    from documents.generation.service import answer_cache_key
+
+    # Every call runs retrieval and the answerer: its cached answer goes first.
+    channel.refresh_from_db(fields=["corpus_version"])
+    cache.delete(
+        answer_cache_key(channel, channel.corpus_version, question, None, None)
+    )
     status, reply, seconds = stack.mcp_call(
         url, key, "tools/call", {"name": "rag_search", "arguments": {"query": question}}
     )
@@ -245,11 +258,146 @@ def show(questions: list[dict], which: str) -> None:
         print("   " + q["answer"].replace("\n", "\n   ")[:900])
 
 
+def calibrate(channels: dict, questions: list[dict]) -> None:
+    """Fit the evidence score's weights and ANSWER_MIN_SCORE on these questions,
+    in-process: for each weighting, how often the best-scoring sentence holds a
+    gold string (on a gold page), and the threshold that refuses every
+    off-topic question while answering the most on-topic ones."""
+    import itertools
+
+    from documents.generation import evidence
+    from documents.generation.service import evidence_chunks
+
+    gathered = []
+    for question in questions:
+        chunks = evidence_chunks(channels[question["channel"]], question["question"])
+        items = evidence.gather(question["question"], chunks)
+        gold = [normalise(g) for g in question.get("gold", [])]
+        labels = [
+            any(g in normalise(item.text) for g in gold)
+            and item.key in question.get("gold_pages", set())
+            for item in items
+        ]
+        gathered.append((question, items, labels))
+
+    def evaluate(weights: tuple, margin: float, most: int) -> tuple:
+        """(answered, first-sentence hits, median chars, threshold) when the
+        threshold sits just above the best off-topic score."""
+        semantic, lexical, title, typed, rank = weights
+        ranked = []
+        for question, items, labels in gathered:
+            scored = sorted(
+                (
+                    (
+                        semantic * i.semantic
+                        + lexical * i.lexical
+                        + title * max(0.0, i.title - i.semantic)
+                        + typed * i.typed
+                        - rank * evidence.rank_distance(i.rank),
+                        i,
+                        label,
+                    )
+                    for i, label in zip(items, labels, strict=True)
+                ),
+                key=lambda entry: -entry[0],
+            )
+            ranked.append((question, scored))
+        threshold = (
+            max(
+                (scored[0][0] for q, scored in ranked if q.get("off_topic") and scored),
+                default=0.0,
+            )
+            + 0.01
+        )
+        answered = first = 0
+        lengths = []
+        for question, scored in ranked:
+            if question.get("off_topic") or not scored or scored[0][0] < threshold:
+                lengths.append(len(REFUSAL))
+                continue
+            chosen = [scored[0]]
+            used = len(scored[0][1].text)
+            for entry in scored[1:]:
+                if len(chosen) == most:
+                    break
+                if entry[0] < scored[0][0] - margin:
+                    break
+                if any(
+                    float(entry[1].vector @ c[1].vector) > evidence.REDUNDANT
+                    for c in chosen
+                ):
+                    continue
+                if used + evidence.LABEL_CHARS + len(entry[1].text) > 500:
+                    continue
+                chosen.append(entry)
+                used += evidence.LABEL_CHARS + len(entry[1].text)
+            answered += any(label for _, _, label in chosen)
+            first += chosen[0][2]
+            lengths.append(used + evidence.LABEL_CHARS)
+        return answered, first, statistics.median(lengths), threshold
+
+    grid = itertools.product(
+        itertools.product(
+            (0.45, 0.55, 0.65, 0.75),
+            (0.1, 0.2, 0.35),
+            (0.25, 0.5, 0.75),
+            (0.1, 0.2, 0.3),
+            (0.0, 0.02, 0.04),
+        ),
+        (0.12, 0.16),
+        (3,),
+    )
+    results = sorted(
+        ((evaluate(w, m, n), w, m, n) for w, m, n in grid),
+        key=lambda r: (r[0][0], r[0][1]),
+        reverse=True,
+    )
+    on = sum(1 for q in questions if not q.get("off_topic"))
+    print(
+        "semantic lexical title  type  rank margin most answered  first  median"
+        "  threshold"
+    )
+    for (answered, first, median, threshold), weights, margin, most in results[:10]:
+        print(
+            f"{'  '.join(f'{w:5.2f}' for w in weights)}  {margin:4.2f}  {most:3}"
+            f"   {answered:3}/{on}  {first:3}/{on}  {median:5.0f}   {threshold:.3f}"
+        )
+    current = (
+        evidence.SEMANTIC_WEIGHT,
+        evidence.LEXICAL_WEIGHT,
+        evidence.TITLE_WEIGHT,
+        evidence.TYPE_WEIGHT,
+        evidence.RANK_PENALTY,
+    )
+    answered, first, median, threshold = evaluate(
+        current, evidence.CLOSE_MARGIN, evidence.MAX_SENTENCES
+    )
+    best = {True: [], False: []}
+    for question, items, _ in gathered:
+        best[bool(question.get("off_topic"))].append(items[0].score if items else 0)
+    print(
+        "best evidence scores in use: off-topic "
+        + " ".join(f"{b:.2f}" for b in sorted(best[True], reverse=True))
+        + "; lowest on-topic "
+        + " ".join(f"{b:.2f}" for b in sorted(best[False])[:10])
+    )
+    print(
+        f"in use: {current}, margin {evidence.CLOSE_MARGIN}: answered {answered}/{on},"
+        f" first-sentence hit {first}/{on}, median {median:.0f} chars, with the "
+        f"threshold at {threshold:.3f} (the best off-topic score + 0.01)"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--show", choices=["none", "misses", "all"], default="none")
     parser.add_argument("--rebuild", action="store_true", help="re-ingest channels")
+    parser.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="fit the evidence weights and ANSWER_MIN_SCORE (in-process, no server)",
+    )
     args = parser.parse_args()
 
     env = stack.boot("answers", EMBEDDING_THREADS="0")
@@ -257,18 +405,22 @@ def main() -> int:
     key = issue_key(channels)
     questions = json.loads(QUESTIONS.read_text())["questions"]
     gold_pages(channels, questions)
+    if args.calibrate:
+        calibrate(channels, questions)
+        return 0
     port = stack.free_port()
     server = stack.start_web(env, workers=1, port=port)
     latencies: list[float] = []
     try:
         base = f"http://127.0.0.1:{port}/mcp/"
         for warm in ("warm-up question", "another warm-up"):
-            for slug in channels:
-                ask(base + slug, key, warm)
+            for slug, channel in channels.items():
+                ask(base + slug, key, channel, warm)
         for round_number in range(args.rounds):
             for question in questions:
+                slug = question["channel"]
                 structured, seconds = ask(
-                    base + question["channel"], key, question["question"]
+                    base + slug, key, channels[slug], question["question"]
                 )
                 latencies.append(seconds)
                 if round_number == 0:

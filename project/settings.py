@@ -229,6 +229,14 @@ CITATION_URL_MAX_AGE = env_int("CITATION_URL_MAX_AGE", 3600, minimum=60)
 # Ceiling over every channel's own chat-model timeout (Channel.generator_timeout).
 CHAT_MODEL_TIMEOUT = env_float("CHAT_MODEL_TIMEOUT", 30.0, minimum=1.0)
 
+# Answers (documents.generation). The extractive answer stops at about this many
+# characters (its first sentence is always quoted, cut at the budget if longer).
+ANSWER_MAX_CHARS = env_int("ANSWER_MAX_CHARS", 500, minimum=100)
+# Evidence scoring below this means "No references found" (extractive and chat).
+# Calibrated for the default embedder on benchmarks/answers.py's questions
+# (`--calibrate`); another embedder may need its own value.
+ANSWER_MIN_SCORE = env_float("ANSWER_MIN_SCORE", 0.38, minimum=0.0)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -61,6 +61,7 @@ def test_extractive_answer_quotes_sentences_and_cites_pages(guide):
         "page_number",
         "chunk_id",
         "quote",
+        "regions",
     }
 
 
@@ -127,7 +128,7 @@ def _chunk(document_id=7, page=2, text="Leave expires in March.") -> RetrievedCh
     )
 
 
-def test_extractive_skips_headings_and_quotes_overlaps_once():
+def test_extractive_skips_headings_and_quotes_overlaps_once(db):
     """A heading-like fragment is never quoted as an answer, and a sentence that two
     overlapping chunks share is quoted once."""
     shared = "Self-locking nuts hold tight despite severe vibration."
@@ -141,7 +142,7 @@ def test_extractive_skips_headings_and_quotes_overlaps_once():
     assert "Self-locking nuts. [Document" not in answer.text
 
 
-def test_chat_generator_keeps_only_citations_of_retrieved_pages():
+def test_chat_generator_keeps_only_citations_of_retrieved_pages(db):
     """Labels the model writes become citations only when they name a retrieved
     page; an answer citing nothing real gets "No references found"."""
     model = GenericFakeChatModel(
@@ -189,7 +190,12 @@ def test_chat_model_over_http_gets_fenced_sources_and_cites(
     base_url, requests = chat_model_server(_cite_first_label)
     monkeypatch.setenv("QUIRE_TEST_CHAT_KEY", "sk-test-123")
     leave = Document.objects.get(title="Leave policy")
-    add_document(guide, title="Injected", pages=[f"Leave rules. {INJECTION}"])
+    # On topic, so that it is among the evidence the model is shown.
+    add_document(
+        guide,
+        title="Injected",
+        pages=[f"When unused leave expires: {INJECTION}"],
+    )
     Channel.objects.filter(pk=guide.pk).update(
         generator_kind=Channel.GeneratorKind.CHAT,
         generator_base_url=base_url,
@@ -233,10 +239,14 @@ def test_chat_model_over_http_gets_fenced_sources_and_cites(
     assert leave.pk
 
 
-def test_answer_round_trips_through_dict():
-    """Answer.as_dict / from_dict keep text and citations."""
-    answer = Answer(text="x [Document 1, Page 1]", citations=[Citation(1, 1, 5, "q")])
-    assert Answer.from_dict(answer.as_dict()) == answer
+def test_answer_round_trips_through_the_cache():
+    """Answer.to_cache / from_cache keep text, citations, regions and spans;
+    as_dict (what clients get) leaves the spans out."""
+    citation = Citation(1, 1, 5, "q", [{"x0": 0.1, "y0": 0.2, "x1": 0.3, "y1": 0.4}])
+    citation.start, citation.end = 10, 11
+    answer = Answer(text="x [Document 1, Page 1]", citations=[citation])
+    assert Answer.from_cache(answer.to_cache()) == answer
+    assert "start" not in answer.as_dict()["citations"][0]
 
 
 def test_unreachable_chat_model_is_a_generation_error(guide):
