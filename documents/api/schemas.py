@@ -98,6 +98,22 @@ class SearchIn(Schema):
     limit: int | None = Field(None, ge=1, description="Capped at MCP_MAX_RESULTS.")
 
 
+class RegionOut(Schema):
+    """A line box on the page, in fractions of its width and height (origin top
+    left)."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+
+REGIONS = (
+    "Where the text sits on its page, one box per line (empty without line "
+    "positions: Markdown and plain text)."
+)
+
+
 class ChunkOut(Schema):
     chunk_id: int
     document_id: int
@@ -106,6 +122,7 @@ class ChunkOut(Schema):
     text: str
     score: float
     metadata: dict
+    regions: list[RegionOut] = Field(description=REGIONS)
 
 
 class SearchOut(Schema):
@@ -123,6 +140,7 @@ class CitationOut(Schema):
     page_number: int
     chunk_id: int
     quote: str
+    regions: list[RegionOut] = Field(description=REGIONS)
 
 
 class AnswerOut(Schema):

@@ -98,6 +98,12 @@ def _is_heading(line: str, previous: str | None, following: str | None) -> bool:
     return after_sentence and before_capital
 
 
+def _row_like(line: str) -> bool:
+    """A line of a table: at least two figures, as many as words."""
+    figures = len(_FIGURE.findall(line))
+    return figures >= 2 and figures >= len(_WORD.findall(line)) / 2
+
+
 def _kind(text: str, *, line: bool = False) -> Kind:
     """What a unit is; `line` for one line of a block Bling Fire found no
     sentence boundary in (a table, a list without full stops)."""
@@ -160,7 +166,11 @@ def _block(text: str, start: int, end: int) -> list[Sentence]:
     _, offsets = blingfire.text_to_sentences_and_offsets(block)
     spans: list[tuple[int, int, bool]] = []
     for first, last in offsets:
-        if last - first > LONG_SENTENCE_CHARS and "\n" in block[first:last]:
+        piece = block[first:last]
+        if "\n" in piece and (
+            last - first > LONG_SENTENCE_CHARS
+            or sum(map(_row_like, piece.split("\n"))) >= 2
+        ):
             position = first
             for row in block[first:last].split("\n"):
                 spans.append((position, position + len(row), True))
