@@ -86,9 +86,9 @@ def citation_page_url(
     span: tuple[int, int] | None = None,
 ) -> str:
     """An absolute link to the page view: the page with the quote at `span`
-    (offsets into the page text) highlighted."""
+    (offsets into the page text) highlighted, scrolled to the quote."""
     token = citation_token(document, page=page, span=span)
-    return base_url + reverse("mcp_citation_page", args=[token])
+    return base_url + reverse("mcp_citation_page", args=[token]) + "#quote"
 
 
 def document_for_token(token: str) -> Document | None:

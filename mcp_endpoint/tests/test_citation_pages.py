@@ -26,7 +26,7 @@ def holiday_lines(handbook):
 
 
 def path_of(url: str) -> str:
-    return url.removeprefix("http://testserver")
+    return url.removeprefix("http://testserver").removesuffix("#quote")
 
 
 def get(mcp, url: str):
@@ -46,7 +46,9 @@ def test_rag_search_citations_carry_regions_and_a_page_link(mcp, holiday_lines):
         {"x0": 0.1, "y0": 0.2, "x1": 0.8, "y1": 0.23},
         {"x0": 0.1, "y0": 0.24, "x1": 0.6, "y1": 0.27},
     ]
-    assert re.fullmatch(r"http://testserver/citations/[^/]+/page", citation["url"])
+    assert re.fullmatch(
+        r"http://testserver/citations/[^/]+/page#quote", citation["url"]
+    )
     target = read_citation_token(path_of(citation["url"]).split("/")[2])
     assert (target.document_id, target.page) == (doc_id("Holiday policy"), 1)
     assert holiday_lines.text[target.start : target.end] == citation["quote"]
@@ -77,7 +79,7 @@ def test_the_page_view_shows_the_image_with_the_quoted_lines_marked(mcp, holiday
     assert response.status_code == 200
     assert response["X-Robots-Tag"] == "noindex"
     page = response.content.decode()
-    marks = re.findall(r'<rect class="cited-mark" ([^>]*)>', page)
+    marks = re.findall(r'<rect class="cited-mark"(?: id="quote")? ([^>]*)>', page)
     assert marks == [
         'x="100.0" y="200.0" width="700.0" height="30.0"',
         'x="100.0" y="240.0" width="500.0" height="30.0"',
@@ -105,7 +107,7 @@ def test_a_page_without_lines_or_image_shows_its_text_with_the_quote(mcp):
     page = response.content.decode()
     assert response.status_code == 200
     assert 'class="cited-mark"' not in page and "<img" not in page
-    assert "<mark>Travel expenses</mark>" in page
+    assert '<mark id="quote">Travel expenses</mark>' in page
     image = async_to_sync(mcp.client.get)(f"/citations/{token}/image")
     assert image.status_code == 404
 

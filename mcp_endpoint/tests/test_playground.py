@@ -144,11 +144,15 @@ def test_rag_search_citations_open_the_cited_page(staff, handbook):
     page = response.content.decode()
     citation = response.context["citations"][0]
     assert citation["document_id"] == holiday
-    assert re.fullmatch(r"http://testserver/citations/[^/]+/page", citation["url"])
+    assert re.fullmatch(
+        r"http://testserver/citations/[^/]+/page#quote", citation["url"]
+    )
     link = f'<a class="citation" href="{citation["url"]}">'
     assert link + f"[Document {holiday}, Page 1]</a>" in page
     assert page.count(link) == 2  # in the answer and in the list
-    opened = staff.get(citation["url"].removeprefix("http://testserver"))
+    opened = staff.get(
+        citation["url"].removeprefix("http://testserver")[: -len("#quote")]
+    )
     assert opened.status_code == 200
     assert "twenty five days" in opened.content.decode()
     arguments = response.context["call"].request["params"]["arguments"]
