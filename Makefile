@@ -56,10 +56,13 @@ bench-ingest: install
 bench-answers: install
 	$(PY) benchmarks/answers.py
 
-.PHONY: bench-load bench-faults
+.PHONY: bench-load bench-faults bench-abuse
 bench-load: install
 	$(PY) benchmarks/load.py
 
 bench-faults: install
 	$(PY) benchmarks/faults/worker_kill.py
 	$(PY) benchmarks/faults/postgres_restart.py
+
+bench-abuse: install
+	$(PY) benchmarks/abuse.py

@@ -94,10 +94,10 @@ def steady_rate_window(monkeypatch):
     requests can't straddle two fixed windows."""
     import datetime
 
-    from mcp_endpoint import ratelimit
+    from documents.access import windows
 
     moment = datetime.datetime(2026, 1, 1, 12, 0, 30, tzinfo=datetime.UTC)
-    monkeypatch.setattr(ratelimit, "_now", lambda: moment)
+    monkeypatch.setattr(windows, "_now", lambda: moment)
     return moment
 
 

@@ -100,12 +100,15 @@ def build_channels(rebuild: bool) -> dict:
 
 
 def issue_key(channels: dict) -> str:
+    from documents.access import COMMAND_LINE
     from documents.models import ApiKey
     from documents.services.keys import create_api_key, revoke_api_key
 
     for old in ApiKey.objects.filter(name=KEY_NAME, revoked_at__isnull=True):
-        revoke_api_key(api_key=old)
-    return create_api_key(name=KEY_NAME, channels=list(channels.values())).raw_key
+        revoke_api_key(api_key=old, actor=COMMAND_LINE)
+    return create_api_key(
+        name=KEY_NAME, channels=list(channels.values()), actor=COMMAND_LINE
+    ).raw_key
 
 
 def gold_pages(channels: dict, questions: list[dict]) -> None:

@@ -37,6 +37,7 @@ from django.conf import settings  # noqa: E402
 from django.core.files import File  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
+from documents.access import COMMAND_LINE  # noqa: E402
 from documents.ingestion import embeddings  # noqa: E402
 from documents.models import Chunk  # noqa: E402
 from documents.services import documents as document_services  # noqa: E402
@@ -90,6 +91,7 @@ def run(pdfs: Path) -> None:
     for path in files:
         with path.open("rb") as handle:
             document = create_document(
+                actor=COMMAND_LINE,
                 channel=channel,
                 file=File(handle, name=path.name),
                 content_type="application/pdf",

@@ -15,6 +15,7 @@ from django.http import (
     HttpResponse,
     HttpResponseForbidden,
     HttpResponseGone,
+    HttpResponseRedirect,
 )
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -30,6 +31,10 @@ def _cited(token: str) -> citations.CitedPage | HttpResponse:
         return HttpResponseGone("This link has expired; ask for a new one.")
     except signing.BadSignature:
         return HttpResponseForbidden("This link is not valid.")
+    except citations.GrantEnded:
+        return HttpResponseForbidden(
+            "The key (or account) this link was made for no longer has access."
+        )
     cited = citations.cited_page(target)
     if cited is None:
         return HttpResponseGone("This page is no longer available.")
@@ -66,5 +71,8 @@ def citation_page_image(request: HttpRequest, token: str) -> HttpResponse:
     image = cited.page.image
     if not image:
         raise Http404("This page has no image.")
+    presigned = citations.stored_page_image_url(image)
+    if presigned is not None:
+        return HttpResponseRedirect(presigned)
     content_type = mimetypes.guess_type(image.name)[0] or "image/png"
     return FileResponse(image.open("rb"), content_type=content_type)

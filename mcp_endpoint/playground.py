@@ -9,14 +9,15 @@ import json
 
 from django.contrib import admin
 from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.decorators import permission_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
 from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 
+from documents import access
 from documents.models import Channel
 from mcp_endpoint import playground_calls as calls
 from mcp_endpoint.playground_forms import PAGE_SIZE, PLAYGROUND_TOOLS, read_request
@@ -41,7 +42,7 @@ def _base_url(request: HttpRequest) -> str:
 
 
 def _mcp_servers_snippet(request: HttpRequest, channel: Channel) -> str:
-    url = _base_url(request) + reverse("mcp", args=[channel.slug])
+    url = _base_url(request) + channel.mcp_path
     entry = {
         "type": "http",
         "url": url,
@@ -50,37 +51,53 @@ def _mcp_servers_snippet(request: HttpRequest, channel: Channel) -> str:
     return json.dumps({"mcpServers": {f"quire-{channel.slug}": entry}}, indent=2)
 
 
-@staff_member_required
+# The playground reads documents as the admin's page preview does, so it needs
+# the same model permission, and shows only the channels the user may read.
+REQUIRED_PERMISSION = "documents.view_document"
+
+
+def _channels(request: HttpRequest):
+    return access.channels_for(request.user, access.READ).order_by("name")
+
+
+def playground_view(view):
+    """Staff only, with the admin's document permission, under the stricter CSP."""
+    checked = permission_required(REQUIRED_PERMISSION, raise_exception=True)(view)
+    return staff_member_required(csp_override(PLAYGROUND_CSP)(checked))
+
+
+@playground_view
 @require_GET
-@csp_override(PLAYGROUND_CSP)
 def choose_channel(request: HttpRequest) -> HttpResponse:
     """/playground/?channel=<slug> opens that channel; without one, the list."""
-    channel = Channel.objects.filter(slug=request.GET.get("channel") or "").first()
+    channel = _channels(request).filter(slug=request.GET.get("channel") or "").first()
     if channel is not None:
         return redirect("playground:channel", slug=channel.slug)
     context = {
         **admin.site.each_context(request),
         "title": "Playground",
-        "channels": Channel.objects.order_by("name"),
+        "channels": _channels(request),
     }
     return TemplateResponse(request, "playground/index.html", context)
 
 
-@staff_member_required
-@require_GET
-@csp_override(PLAYGROUND_CSP)
+@playground_view
+@require_http_methods(["GET", "POST"])
 def channel_playground(request: HttpRequest, slug: str) -> HttpResponse:
-    """The form for one channel and, when it was submitted, the tool's reply."""
-    channel = get_object_or_404(Channel, slug=slug)
+    """The form for one channel (GET, filled in from the query string) and,
+    when it is posted, the tool's reply. Tools run only on POST, behind the CSRF
+    check: a link from another site can't make the server call a chat model."""
+    channel = get_object_or_404(_channels(request), slug=slug)
     tools = [
         tool.name for tool in registry.tools(channel) if tool.name in PLAYGROUND_TOOLS
     ]
-    asked = read_request(channel, request.GET, tools)
+    params = request.POST if request.method == "POST" else request.GET
+    asked = read_request(channel, params, tools)
     context = {
         **admin.site.each_context(request),
         "title": f"Playground: {channel.name}",
         "channel": channel,
-        "channels": Channel.objects.order_by("name"),
+        "channels": _channels(request),
         "tools": tools,
         "asked": asked,
         "page_size": PAGE_SIZE,
@@ -90,9 +107,13 @@ def channel_playground(request: HttpRequest, slug: str) -> HttpResponse:
     if definition is not None:
         context["input_schema"] = calls.pretty(definition["inputSchema"])
         context["tool_description"] = definition["description"]
-    if asked.tool and request.GET.get("run"):
+    if asked.tool and request.method == "POST":
         call = calls.call_tool(
-            channel, asked.tool, asked.arguments, base_url=_base_url(request)
+            channel,
+            asked.tool,
+            asked.arguments,
+            base_url=_base_url(request),
+            user=request.user,
         )
         reply, cut = calls.shortened(call.reply)
         context.update(
@@ -102,16 +123,7 @@ def channel_playground(request: HttpRequest, slug: str) -> HttpResponse:
             reply_shortened=cut,
             **_readable(asked, call),
         )
-        for name in ("previous", "next"):
-            if context.get(f"{name}_page"):
-                context[f"{name}_url"] = _with_page(request, context[f"{name}_page"])
     return TemplateResponse(request, "playground/channel.html", context)
-
-
-def _with_page(request: HttpRequest, page: int) -> str:
-    params = request.GET.copy()
-    params["page"] = str(page)
-    return f"?{params.urlencode()}"
 
 
 def _cell(value) -> str:

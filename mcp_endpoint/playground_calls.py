@@ -58,11 +58,11 @@ class ToolCall:
 
 
 def call_tool(
-    channel: Channel, name: str, arguments: dict, *, base_url: str
+    channel: Channel, name: str, arguments: dict, *, base_url: str, user
 ) -> ToolCall:
     """Call the tool through the MCP endpoint's dispatch, as a handshake-era
     client of the latest version would (the reply is byte for byte the same
-    JSON; no key is involved: staff are already signed in)."""
+    JSON; no key is involved: `user` is signed in and may read the channel)."""
     message = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -78,6 +78,7 @@ def call_tool(
         ],
         channel=channel,
         api_key=None,
+        user=user,
         base_url=base_url,
     )
     return ToolCall(request=message, reply=reply.body or {}, status=reply.status)

@@ -46,7 +46,7 @@ class CallContext:
     """Everything a tool, resource or prompt needs to know about the current call."""
 
     channel: Channel
-    api_key: ApiKey | None
+    api_key: ApiKey | None  # None for the playground, which passes its user
     era: str  # "legacy" or "modern"
     protocol_version: str
     base_url: str  # scheme://host of the request, for absolute links
@@ -58,6 +58,8 @@ class CallContext:
     # requests of an earlier `input_required` result, and the state it echoes.
     input_responses: dict | None = None
     request_state: str | None = None
+    # The signed-in staff member, when the playground makes the call.
+    user: Any = None
 
     async def notify(self, method: str, params: dict) -> None:
         if self.emit is not None:
@@ -222,9 +224,11 @@ class Tool:
         allowed = set(schema.get("properties", {}))
         unknown = sorted(set(arguments) - allowed)
         if unknown:
+            shown = ", ".join(name[:60] for name in unknown[:10])
             raise ToolError(
-                f"Unknown argument(s): {', '.join(unknown)}. "
-                f"Allowed: {', '.join(sorted(allowed)) or 'none'}."
+                f"Unknown argument(s): {shown}"
+                + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+                + f". Allowed: {', '.join(sorted(allowed)) or 'none'}."
             )
         try:
             return self.Args.model_validate(arguments)

@@ -21,14 +21,14 @@ from django.http import (
     HttpResponse,
     HttpResponseForbidden,
     HttpResponseGone,
+    HttpResponseRedirect,
     JsonResponse,
     StreamingHttpResponse,
 )
 from django.views.decorators.csrf import csrf_exempt
 
-from documents.services.keys import KeyRejected
+from documents.access import AccessDenied, Admission, aadmit, client_address
 from mcp_endpoint import auth, citations, protocol
-from mcp_endpoint.admission import aadmit
 from mcp_endpoint.protocol.errors import (
     DATABASE_UNAVAILABLE,
     INTERNAL_ERROR,
@@ -44,6 +44,8 @@ FORBIDDEN = -32003
 TOO_LARGE = -32004
 RATE_LIMITED = -32005
 SSE_PING_SECONDS = 15
+# Where project.asgi leaves the admission it made before reading the body.
+ADMISSION_KEY = "quire.admission"
 RETRY_SECONDS = "5"
 
 
@@ -103,6 +105,60 @@ class CallLog:
         )
 
 
+def refusal_for(exc: AccessDenied) -> JsonResponse:
+    """The transport-level answer to a refused credential, as MCP clients expect
+    it: 401 with a WWW-Authenticate challenge, 403 naming a missing scope, 429
+    with Retry-After."""
+    if exc.status == 401:
+        challenge = f'Bearer error="{exc.error}", error_description="{exc}"'
+        return _refusal(401, UNAUTHORIZED, str(exc), WWW_Authenticate=challenge)
+    if exc.status == 429:
+        return _refusal(
+            429, RATE_LIMITED, str(exc), Retry_After=str(exc.retry_after or 1)
+        )
+    headers = {}
+    if exc.missing_scope:
+        headers["WWW_Authenticate"] = (
+            f'Bearer error="insufficient_scope", scope="{exc.missing_scope}"'
+        )
+    return _refusal(exc.status, FORBIDDEN, str(exc), **headers)
+
+
+def _outcome(response: HttpResponse, outcome: str) -> HttpResponse:
+    response.quire_outcome = outcome
+    return response
+
+
+async def check_before_body(
+    request: HttpRequest, channel_slug: str
+) -> Admission | HttpResponse:
+    """Origin, method, key, channel and rate limit, from the headers alone:
+    the admission, or the response that refuses the request. The ASGI handler
+    (project.asgi) calls this before the body is read, the view otherwise."""
+    origin = request.headers.get("Origin")
+    if origin and not auth.origin_allowed(origin):
+        return _outcome(
+            _refusal(403, FORBIDDEN, "Origin not allowed"), "origin refused"
+        )
+    if request.method != "POST":
+        response = HttpResponse(status=405)
+        response["Allow"] = "POST"
+        return _outcome(response, "method refused")
+    try:
+        admission = await aadmit(
+            channel_slug,
+            auth.api_key_from(request),
+            via="mcp",
+            address=client_address(request),
+        )
+    except AccessDenied as exc:
+        outcome = "rate limited" if exc.status == 429 else f"key refused ({exc.status})"
+        return _outcome(refusal_for(exc), outcome)
+    if admission.channel is None:  # told only to a valid key: names can't be probed
+        return _outcome(_refusal(404, INVALID_REQUEST, "No channel here"), "no channel")
+    return admission
+
+
 @csrf_exempt
 async def mcp(request: HttpRequest, channel_slug: str) -> HttpResponse:
     """POST /mcp/<channel>: one JSON-RPC message in, one answer out."""
@@ -128,34 +184,14 @@ async def mcp(request: HttpRequest, channel_slug: str) -> HttpResponse:
 async def _serve(
     request: HttpRequest, channel_slug: str, log: CallLog
 ) -> tuple[HttpResponse, str]:
-    origin = request.headers.get("Origin")
-    if origin and not auth.origin_allowed(origin):
-        return _refusal(403, FORBIDDEN, "Origin not allowed"), "origin refused"
-    if request.method != "POST":
-        response = HttpResponse(status=405)
-        response["Allow"] = "POST"
-        return response, "method refused"
-    try:
-        admission = await aadmit(channel_slug, auth.api_key_from(request))
-    except KeyRejected as exc:
-        if exc.status == 401:
-            response = _refusal(401, UNAUTHORIZED, str(exc), WWW_Authenticate="Bearer")
-        else:
-            response = _refusal(exc.status, FORBIDDEN, str(exc))
-        return response, f"key refused ({exc.status})"
-    channel, api_key, retry_after = (
-        admission.channel,
-        admission.api_key,
-        admission.retry_after,
-    )
-    if channel is None:  # told only to a valid key, so names can't be probed
-        return _refusal(404, INVALID_REQUEST, "No channel here"), "no channel"
+    admission = request.scope.get(ADMISSION_KEY) if hasattr(request, "scope") else None
+    if admission is None:
+        early = await check_before_body(request, channel_slug)
+        if isinstance(early, HttpResponse):
+            return early, early.quire_outcome
+        admission = early
+    channel, api_key = admission.channel, admission.api_key
     log.key = api_key.prefix
-    if retry_after is not None:
-        message = f"Rate limit reached; retry in {retry_after} s."
-        return _refusal(
-            429, RATE_LIMITED, message, Retry_After=str(retry_after)
-        ), "rate limited"
 
     limit = settings.MCP_MAX_BODY_BYTES
     too_large = _refusal(413, TOO_LARGE, f"The body is larger than {limit} bytes.")
@@ -260,8 +296,15 @@ def citation(request: HttpRequest, token: str) -> HttpResponse:
         return HttpResponseGone("This link has expired; ask for a new one.")
     except signing.BadSignature:
         return HttpResponseForbidden("This link is not valid.")
+    except citations.GrantEnded:
+        return HttpResponseForbidden(
+            "The key (or account) this link was made for no longer has access."
+        )
     if document is None:
         return HttpResponseGone("This document is no longer available.")
+    presigned = citations.stored_file_url(document)
+    if presigned is not None:
+        return HttpResponseRedirect(presigned)
     return FileResponse(
         document.file.open("rb"),
         content_type=document.content_type or "application/octet-stream",

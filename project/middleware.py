@@ -12,6 +12,10 @@ one thread hop per hook, which made up the largest part of a small MCP call.
   API keys itself), so requests under MCP_PATH skip them entirely.
 """
 
+from asgiref.sync import sync_to_async
+from axes import middleware as axes
+from axes.helpers import get_lockout_response
+from django.conf import settings
 from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
 from django.contrib.sessions import middleware as sessions
@@ -81,3 +85,24 @@ class XFrameOptionsMiddleware(InlineHooks, clickjacking.XFrameOptionsMiddleware)
 
 class ContentSecurityPolicyMiddleware(InlineHooks, csp.ContentSecurityPolicyMiddleware):
     pass
+
+
+class AxesMiddleware(BrowserOnly, axes.AxesMiddleware):
+    """django-axes' lockout answer for the admin sign-in (its own async path
+    passes the wrong arguments to get_lockout_response, so it is redone here)."""
+
+    async def __acall__(self, request):
+        response = await self.get_response(request)
+        if settings.AXES_ENABLED and getattr(request, "axes_locked_out", None):
+            credentials = getattr(request, "axes_credentials", None)
+            response = await sync_to_async(get_lockout_response)(
+                request, response, credentials
+            )
+        return response
+
+
+def axes_client_address(request) -> str:
+    """The address django-axes locks out: the same one the API throttles."""
+    from documents.access import client_address
+
+    return client_address(request)

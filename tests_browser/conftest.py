@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from documents.access import COMMAND_LINE
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -69,6 +71,7 @@ def _create_data(password: str) -> dict[str, int]:
         item = by_file[name]
         with open(DEFINITION.parent / "documents" / name, "rb") as handle:
             document = create_document(
+                actor=COMMAND_LINE,
                 channel=channel,
                 file=File(handle, name=name),
                 title=item["title"],

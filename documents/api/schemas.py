@@ -1,9 +1,22 @@
 """Request (`XIn`) and response (`XOut`) schemas of the REST API."""
 
 from datetime import datetime
+from typing import Annotated
 
 from ninja import Field, Schema
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
+
+from documents.limits import MAX_ID, MAX_OFFSET, check_depth, check_query
+
+# A query checked against QUERY_MAX_CHARS, a filter against JSON_MAX_DEPTH.
+Query = Annotated[str, Field(min_length=1), AfterValidator(check_query)]
+Filter = Annotated[
+    dict | None, AfterValidator(lambda value: check_depth(value, what="The filter"))
+]
+DocumentIds = Annotated[
+    list[Annotated[int, Field(ge=1, le=MAX_ID)]] | None,
+    Field(min_length=1, max_length=100),
+]
 
 # Every operation documents these as problem details (see project.api).
 PROBLEM_CODES = frozenset({400, 401, 403, 404, 422, 429})
@@ -15,6 +28,7 @@ class ProblemOut(Schema):
     status: int
     detail: str
     errors: list[dict] | None = None
+    missing_scope: str | None = None
 
 
 class MetadataFieldOut(Schema):
@@ -53,6 +67,7 @@ class DocumentOut(Schema):
     metadata: dict
     created_at: datetime
     ingested_at: datetime | None
+    added_by: str = Field(description="The key or user that uploaded it, if any.")
 
 
 class DocumentSummaryOut(BaseModel):
@@ -76,8 +91,8 @@ class DocumentListQuery(Schema):
     metadata_filter: str | None = Field(
         None, description='JSON object, e.g. {"kind": "guide"}; see the channel.'
     )
-    offset: int = Field(0, ge=0)
-    limit: int = Field(25, ge=1, description="Capped at MCP_LIST_LIMIT_MAX.")
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
+    limit: int = Field(25, ge=1, le=MAX_ID, description="Capped at MCP_LIST_LIMIT_MAX.")
     newest_first: bool = True
 
 
@@ -90,12 +105,14 @@ class PageOut(Schema):
 
 
 class SearchIn(Schema):
-    query: str = Field(min_length=1)
-    document_ids: list[int] | None = Field(
+    query: Query
+    document_ids: DocumentIds = Field(
         None, description="Search only these documents; metadata_filter is ignored."
     )
-    metadata_filter: dict | None = None
-    limit: int | None = Field(None, ge=1, description="Capped at MCP_MAX_RESULTS.")
+    metadata_filter: Filter = None
+    limit: int | None = Field(
+        None, ge=1, le=MAX_ID, description="Capped at MCP_MAX_RESULTS."
+    )
 
 
 class RegionOut(Schema):
@@ -130,9 +147,9 @@ class SearchOut(Schema):
 
 
 class AnswerIn(Schema):
-    query: str = Field(min_length=1)
-    document_ids: list[int] | None = None
-    metadata_filter: dict | None = None
+    query: Query
+    document_ids: DocumentIds = None
+    metadata_filter: Filter = None
 
 
 class CitationOut(Schema):
@@ -149,8 +166,8 @@ class AnswerOut(Schema):
 
 
 class FeedbackIn(Schema):
-    query: str = Field(min_length=1)
-    answer: str = Field(min_length=1)
+    query: str = Field(min_length=1, max_length=20_000)
+    answer: str = Field(min_length=1, max_length=50_000)
     score: int = Field(ge=1, le=5, description="1 (useless) to 5 (excellent).")
     comment: str = Field("", max_length=5000)
 

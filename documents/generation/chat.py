@@ -118,13 +118,25 @@ class ChatGenerator:
 
     @classmethod
     def for_channel(cls, channel: Channel) -> "ChatGenerator":
+        """The channel's model at the endpoint it names, which the operator
+        declared with the variable holding its key (CHAT_MODEL_ENDPOINTS)."""
         from langchain_openai import ChatOpenAI
 
-        api_key = os.environ.get(channel.generator_api_key_env or "", "") or "unused"
+        endpoint = settings.CHAT_MODEL_ENDPOINTS.get(channel.generator_endpoint)
+        if endpoint is None:
+            raise GenerationError(
+                "This channel's chat model is not available on this server; "
+                "use retrieve_text_chunks, or ask an administrator."
+            )
+        api_key = (
+            os.environ.get(endpoint["api_key_env"], "")
+            if endpoint["api_key_env"]
+            else ""
+        )
         model = ChatOpenAI(
-            base_url=channel.generator_base_url,
+            base_url=endpoint["base_url"],
             model=channel.generator_model,
-            api_key=api_key,
+            api_key=api_key or "unused",
             temperature=channel.generator_temperature,
             # CHAT_MODEL_TIMEOUT caps every channel's own timeout.
             timeout=min(channel.generator_timeout, settings.CHAT_MODEL_TIMEOUT),

@@ -42,7 +42,7 @@ def answer_cache_key(
             "filter": None if document_ids else metadata_filter,
             "generator": [
                 channel.generator_kind,
-                channel.generator_base_url,
+                channel.generator_endpoint,
                 channel.generator_model,
                 channel.generator_temperature,
                 channel.retriever_mode,

@@ -186,14 +186,21 @@ def _cite_first_label(labels: list[str]) -> str:
 
 
 def test_chat_model_over_http_gets_fenced_sources_and_cites(
-    guide, chat_model_server, monkeypatch
+    guide, chat_model_server, monkeypatch, settings
 ):
-    """Through a real OpenAI-compatible HTTP endpoint: the key comes from the
-    configured environment variable, the model and temperature from the channel,
-    document text (including injected instructions) only inside the fenced user
-    message, and the reply's labels become citations."""
+    """Through a real OpenAI-compatible HTTP endpoint the operator declared: the
+    key comes from the variable the operator named, the model and temperature
+    from the channel, document text (including injected instructions) only
+    inside the fenced user message, and the reply's labels become citations."""
     base_url, requests = chat_model_server(_cite_first_label)
     monkeypatch.setenv("QUIRE_TEST_CHAT_KEY", "sk-test-123")
+    settings.CHAT_MODEL_ENDPOINTS = {
+        "local": {
+            "base_url": base_url,
+            "api_key_env": "QUIRE_TEST_CHAT_KEY",
+            "models": [],
+        }
+    }
     leave = Document.objects.get(title="Leave policy")
     # On topic, so that it is among the evidence the model is shown.
     add_document(
@@ -203,9 +210,8 @@ def test_chat_model_over_http_gets_fenced_sources_and_cites(
     )
     Channel.objects.filter(pk=guide.pk).update(
         generator_kind=Channel.GeneratorKind.CHAT,
-        generator_base_url=base_url,
+        generator_endpoint="local",
         generator_model="stub-model",
-        generator_api_key_env="QUIRE_TEST_CHAT_KEY",
         generator_temperature=0.2,
         generator_timeout=5,
     )
@@ -254,12 +260,15 @@ def test_answer_round_trips_through_the_cache():
     assert "start" not in answer.as_dict()["citations"][0]
 
 
-def test_unreachable_chat_model_is_a_generation_error(guide):
+def test_unreachable_chat_model_is_a_generation_error(guide, settings):
     """A chat endpoint that cannot be reached raises GenerationError, and nothing
     is cached for the question."""
+    settings.CHAT_MODEL_ENDPOINTS = {
+        "down": {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "", "models": []}
+    }
     Channel.objects.filter(pk=guide.pk).update(
         generator_kind=Channel.GeneratorKind.CHAT,
-        generator_base_url="http://127.0.0.1:9/v1",
+        generator_endpoint="down",
         generator_model="m",
         generator_timeout=2,
     )

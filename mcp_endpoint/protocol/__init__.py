@@ -5,7 +5,6 @@ handshake era (2024-11-05 … 2025-11-25) and 2026-07-28, chosen per request fro
 the `MCP-Protocol-Version` header and the body's `_meta`.
 """
 
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from typing import Any
 
 from django.db import InterfaceError, OperationalError
 
+from documents.limits import TooComplex, parse_json
 from documents.models import ApiKey, Channel
 from mcp_endpoint.protocol.eras import (
     LATEST_LEGACY_VERSION,
@@ -85,11 +85,16 @@ async def handle_post(
     api_key: ApiKey | None,
     base_url: str,
     emit: Callable[[dict], Awaitable[None]] | None = None,
+    user: Any = None,
 ) -> Reply:
-    """Answer one POSTed JSON-RPC message. Never raises."""
-    call = {"channel": channel, "api_key": api_key, "base_url": base_url}
+    """Answer one POSTed JSON-RPC message (from an API key's holder, or from
+    `user` in the playground). Never raises."""
+    call = {"channel": channel, "api_key": api_key, "base_url": base_url, "user": user}
     try:
-        message = json.loads(body)
+        message = parse_json(body, what="The message")
+    except TooComplex as exc:
+        error = JsonRpcError(PARSE_ERROR, f"Parse error: {exc}")
+        return error_reply(None, error, status=400)
     except (ValueError, UnicodeDecodeError):
         return error_reply(None, JsonRpcError(PARSE_ERROR, "Parse error"), status=400)
     invalid = JsonRpcError(INVALID_REQUEST, "Invalid Request")

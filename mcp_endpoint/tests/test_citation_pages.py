@@ -6,8 +6,14 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.core import signing
 
-from documents.models import Page
-from mcp_endpoint.citations import SALT, citation_token, read_citation_token
+from documents.access import COMMAND_LINE
+from documents.models import ApiKey, Page
+from documents.services.keys import revoke_api_key
+from mcp_endpoint.citations import (
+    citation_page_url,
+    read_citation_token,
+    sign_link,
+)
 from mcp_endpoint.tests.conftest import doc_id
 
 pytestmark = pytest.mark.django_db
@@ -23,6 +29,18 @@ def holiday_lines(handbook):
     page.lines = LINES
     page.save(update_fields=["lines"])
     return page
+
+
+def page_token(document, *, page: int, span=None) -> str:
+    """The token of a page link made for the handbook's agent key."""
+    url = citation_page_url(
+        document,
+        base_url="",
+        page=page,
+        span=span,
+        api_key=ApiKey.objects.get(name="handbook agent"),
+    )
+    return url.split("/")[2]
 
 
 def path_of(url: str) -> str:
@@ -100,7 +118,7 @@ def test_a_page_without_lines_or_image_shows_its_text_with_the_quote(mcp):
     """Without line positions nothing is drawn on the page; without an image
     the page text is shown, the quote marked in it."""
     expenses = doc_id("Expense rules")
-    token = citation_token(
+    token = page_token(
         Page.objects.get(document_id=expenses).document, page=1, span=(0, 15)
     )
     response = async_to_sync(mcp.client.get)(f"/citations/{token}/page")
@@ -115,22 +133,33 @@ def test_a_page_without_lines_or_image_shows_its_text_with_the_quote(mcp):
 def test_page_links_are_signed_and_expire(mcp, settings, holiday_lines):
     """A forged, altered or stale page link is refused; a link to a page the
     document doesn't have is gone; the page view never serves another
-    channel's document."""
+    channel's document; revoking the key ends its page links."""
     document = holiday_lines.document
-    good = citation_token(document, page=1, span=(0, 10))
-    forged = signing.dumps({"d": document.pk, "c": document.channel_id, "p": 1})
+    key = ApiKey.objects.get(name="handbook agent")
+    good = page_token(document, page=1, span=(0, 10))
+    forged = signing.dumps(
+        {"d": document.pk, "c": document.channel_id, "p": 1, "k": key.pk}
+    )
     altered = good[:-2] + "xx"
     for token in (forged, altered, "..%5C..%5Cetc%5Cpasswd"):
         for view in ("page", "image"):
             response = async_to_sync(mcp.client.get)(f"/citations/{token}/{view}")
             assert response.status_code == 403, (token, view)
-    other_channel = signing.dumps(
-        {"d": document.pk, "c": document.channel_id + 1, "p": 1}, salt=SALT
+    missing_page = page_token(document, page=99)
+    response = async_to_sync(mcp.client.get)(f"/citations/{missing_page}/page")
+    assert response.status_code == 410
+    # The key does not open another channel: the link names one it can't read.
+    other_channel = sign_link(
+        {"d": document.pk, "c": document.channel_id + 1, "p": 1}, api_key=key
     )
-    missing_page = citation_token(document, page=99)
-    for token in (other_channel, missing_page):
-        response = async_to_sync(mcp.client.get)(f"/citations/{token}/page")
-        assert response.status_code == 410
+    response = async_to_sync(mcp.client.get)(f"/citations/{other_channel}/page")
+    assert response.status_code == 403
+    assert async_to_sync(mcp.client.get)(f"/citations/{good}/page").status_code == 200
+    revoke_api_key(api_key=key, actor=COMMAND_LINE)
+    for view in ("page", "image"):
+        response = async_to_sync(mcp.client.get)(f"/citations/{good}/{view}")
+        assert response.status_code == 403
+        assert b"no longer has access" in response.content
     settings.CITATION_URL_MAX_AGE = -1
     response = async_to_sync(mcp.client.get)(f"/citations/{good}/page")
     assert response.status_code == 410
@@ -140,7 +169,7 @@ def test_page_links_are_signed_and_expire(mcp, settings, holiday_lines):
 def test_a_stale_span_shows_the_page_unmarked(mcp, holiday_lines):
     """A span past the page's text (the page was re-ingested shorter) marks
     nothing rather than failing."""
-    token = citation_token(holiday_lines.document, page=1, span=(500, 900))
+    token = page_token(holiday_lines.document, page=1, span=(500, 900))
     response = async_to_sync(mcp.client.get)(f"/citations/{token}/page")
     assert response.status_code == 200
     assert 'class="cited-mark"' not in response.content.decode()

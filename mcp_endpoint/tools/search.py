@@ -2,12 +2,15 @@
 
 import copy
 from dataclasses import asdict
+from typing import Annotated
 
 from asgiref.sync import sync_to_async
-from pydantic import BaseModel, ConfigDict, Field
+from django.conf import settings
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from documents import generation
 from documents.filters import FilterError
+from documents.limits import MAX_ID, check_query
 from documents.models import Channel, Document
 from documents.regions import add_passage_regions
 from documents.search import service
@@ -30,8 +33,15 @@ QUERY_DESCRIPTION = (
 class SearchArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     query: str = Field(min_length=1, description=QUERY_DESCRIPTION)
-    document_ids: list[int] | None = None
+    document_ids: list[Annotated[int, Field(ge=1, le=MAX_ID)]] | None = Field(
+        None, min_length=1, max_length=100
+    )
     metadata_filter: dict | None = None
+
+    @field_validator("query")
+    @classmethod
+    def _short_enough(cls, query: str) -> str:
+        return check_query(query)
 
 
 class SearchTool(Tool):
@@ -43,6 +53,7 @@ class SearchTool(Tool):
 
     def input_schema(self, channel: Channel) -> dict:
         schema = super().input_schema(channel)
+        schema["properties"]["query"]["maxLength"] = settings.QUERY_MAX_CHARS
         schema["properties"]["document_ids"] = schemas.document_ids_schema()
         filter_schema = schemas.metadata_filter_schema(channel)
         filter_schema["description"] += " Ignored when document_ids is set."
@@ -51,7 +62,7 @@ class SearchTool(Tool):
 
 
 class RetrieveTextChunksArgs(SearchArgs):
-    limit: int | None = Field(None, ge=1)
+    limit: int | None = Field(None, ge=1, le=MAX_ID)
 
 
 class RetrieveTextChunks(SearchTool):
@@ -146,5 +157,7 @@ class RagSearch(SearchTool):
                 base_url=ctx.base_url,
                 page=citation.page_number,
                 span=span,
+                api_key=ctx.api_key,
+                user=ctx.user,
             )
         return ToolResult([text_block(answer.text)], structured=structured)

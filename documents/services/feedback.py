@@ -1,4 +1,4 @@
-"""Writes made by MCP tools."""
+"""Feedback on answers, from MCP clients and the REST API."""
 
 from documents.models import ApiKey, Channel, Feedback
 

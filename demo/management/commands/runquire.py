@@ -20,6 +20,8 @@ from django.db import connections
 from demo.loader import describe, load_demo
 
 STARTUP_TIMEOUT = 120.0
+# uvicorn's protocol with deadlines for slow clients and connection caps.
+HTTP_PROTOCOL = "project.http_guard:GuardedHttpToolsProtocol"
 STOP_TIMEOUT = 10.0
 
 
@@ -49,7 +51,8 @@ class Command(BaseCommand):
             "--no-worker",
             dest="worker",
             action="store_false",
-            help="Serve only; run `manage.py ingest_worker` elsewhere.",
+            help="Serve only; run `manage.py ingest_worker` elsewhere (by "
+            "default INGEST_WORKERS workers run beside the server).",
         )
 
     def handle(self, *args, host, port, demo, worker, **options):
@@ -70,10 +73,13 @@ class Command(BaseCommand):
                 str(port),
                 "--lifespan",
                 "off",
+                "--http",
+                HTTP_PROTOCOL,
             ]
         }
-        if worker:
-            commands["worker"] = [
+        # Several workers, so one slow document doesn't hold up the others.
+        for number in range(1, (settings.INGEST_WORKERS if worker else 0) + 1):
+            commands[f"worker {number}"] = [
                 sys.executable,
                 str(settings.BASE_DIR / "manage.py"),
                 "ingest_worker",

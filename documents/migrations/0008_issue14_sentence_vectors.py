@@ -4,7 +4,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("documents", "0006_page_ocr_lines"),
+        ("documents", "0007_trust"),
     ]
 
     operations = [
