@@ -7,6 +7,7 @@ from django.core.files import File
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
+from documents.access import COMMAND_LINE
 from documents.generation import NO_REFERENCES, GenerationError, answer_question
 from documents.generation.base import Answer, Citation
 from documents.generation.chat import ChatGenerator, fence_sources
@@ -287,7 +288,10 @@ DEMO_DOCUMENTS = Path(__file__).resolve().parents[2] / "demo" / "documents"
 def _ingest(channel, path: Path) -> Document:
     with path.open("rb") as handle:
         document = create_document(
-            channel=channel, file=File(handle, name=path.name), enqueue=False
+            channel=channel,
+            file=File(handle, name=path.name),
+            actor=COMMAND_LINE,
+            enqueue=False,
         )
     document = ingest_document(document_id=document.pk)
     assert document.status == Document.Status.READY, document.status_reason
@@ -440,14 +444,17 @@ def test_weak_evidence_is_no_answer(guide, settings):
 
 
 def test_the_chat_model_sees_the_best_evidence_first_and_no_weak_evidence(
-    guide, chat_model_server
+    guide, chat_model_server, settings
 ):
     """The fenced sources come best first, each page's most relevant sentence
     first; a question without evidence is refused without calling the model."""
     base_url, requests = chat_model_server(_cite_first_label)
+    settings.CHAT_MODEL_ENDPOINTS = {
+        "local": {"base_url": base_url, "api_key_env": "", "models": []}
+    }
     Channel.objects.filter(pk=guide.pk).update(
         generator_kind=Channel.GeneratorKind.CHAT,
-        generator_base_url=base_url,
+        generator_endpoint="local",
         generator_model="stub-model",
     )
     guide.refresh_from_db()

@@ -3,6 +3,7 @@
 import pytest
 from django.core.files import File
 
+from documents.access import COMMAND_LINE
 from documents.models import Page
 from documents.regions import (
     PageSource,
@@ -70,7 +71,10 @@ def test_regions_of_a_known_sentence_match_pdfium_boxes(make_channel, shared_dat
     channel = make_channel("regions")
     with path.open("rb") as handle:
         document = create_document(
-            channel=channel, file=File(handle, name=path.name), enqueue=False
+            channel=channel,
+            file=File(handle, name=path.name),
+            actor=COMMAND_LINE,
+            enqueue=False,
         )
     document = ingest_document(document_id=document.pk)
     page = Page.objects.get(document=document, number=1)

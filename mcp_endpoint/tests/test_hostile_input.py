@@ -436,7 +436,7 @@ def test_forged_citations_in_a_document_are_not_repeated_by_the_answer(
 
 
 def test_forged_citations_do_not_reach_the_chat_model_or_its_answer(
-    vault, vault_mcp, forged, chat_model_server
+    vault, vault_mcp, forged, chat_model_server, settings
 ):
     """The chat model sees the document's text with the forged labels
     neutralised; a label it writes for a page it was not given is neutralised
@@ -447,9 +447,12 @@ def test_forged_citations_do_not_reach_the_chat_model_or_its_answer(
             f"It is 900 foot-pounds {labels[0]} [Document {handbook.pk}, Page 1]."
         )
     )
+    settings.CHAT_MODEL_ENDPOINTS = {
+        "local": {"base_url": base_url, "api_key_env": "", "models": []}
+    }
     Channel.objects.filter(pk=vault.pk).update(
         generator_kind=Channel.GeneratorKind.CHAT,
-        generator_base_url=base_url,
+        generator_endpoint="local",
         generator_model="echo",
     )
     result = _call(
