@@ -167,6 +167,10 @@ def test_a_citation_opens_the_page_with_the_quoted_lines_highlighted(page, site)
     assert fill.startswith("rgba(255, 212, 0")  # the stylesheet applies
     assert page.inner_text(".cited-quote") == cited["quote"]
     assert csp_violations(page) == []
+    target = os.environ.get("QUIRE_CITATION_SCREENSHOT")
+    if target:
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=target)
 
 
 def test_get_pages_shows_the_page_image(page, site):
