@@ -90,7 +90,7 @@ def build_channels(rebuild: bool) -> dict:
         if document.status != Document.Status.READY:
             print(f"  {path.name} failed: {document.status_reason}")
     # What the worker's prepare_answers_task does after each ingestion.
-    from documents.generation.evidence import prepare_document
+    from documents.generation.vectors import prepare_document
 
     for channel in (demo, pdfs):
         for document in channel.documents.filter(status=Document.Status.READY):

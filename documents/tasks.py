@@ -32,7 +32,7 @@ def ingest_document_task(document_id: int) -> str:
 @task(priority=-10)
 def prepare_answers_task(document_id: int) -> int:
     """Embed the sentences of a ready document's pages for answers (see
-    documents.generation.evidence.prepare_document); returns how many."""
-    from documents.generation.evidence import prepare_document
+    documents.generation.vectors.prepare_document); returns how many."""
+    from documents.generation.vectors import prepare_document
 
     return prepare_document(document_id)

@@ -15,6 +15,8 @@ from enum import StrEnum
 
 import blingfire
 
+from documents.generation.memo import LRU, digest
+
 
 class Kind(StrEnum):
     SENTENCE = "sentence"
@@ -197,3 +199,16 @@ def _block(text: str, start: int, end: int) -> list[Sentence]:
     if pending is not None:
         joined.append(pending)
     return joined
+
+
+_pages = LRU(2048)
+
+
+def page_sentences(text: str) -> list[Sentence]:
+    """split_sentences, remembered per text (pages come back query after query)."""
+    key = digest(text)
+    units = _pages.get(key)
+    if units is None:
+        units = split_sentences(text)
+        _pages.put(key, units)
+    return units

@@ -3,7 +3,7 @@ keeping their vectors."""
 
 import pytest
 
-from documents.generation import evidence
+from documents.generation import evidence, vectors, words
 from documents.generation.service import answer_question, evidence_chunks
 from documents.models import Document, SentenceVector
 from documents.search.testing import add_document
@@ -52,13 +52,13 @@ def test_what_is_asked_for_counts(faq):
     )
     assert found[0].text == "It takes about 20 minutes."
     assert found[0].typed == 1.0
-    assert evidence.answer_types("Who signed it?")
-    assert evidence.answer_types("What is LCIS?")
-    assert not evidence.answer_types("Describe the clinic.")
-    many = evidence.answer_types("How many airplanes?")
-    assert evidence.typed("It affects 73 airplanes.", many, {"airplan"}) == 1.0
-    assert evidence.typed("In 2019 it had grown.", many, {"airplan"}) == 0.5
-    assert evidence.typed("As shown [11, 14], it grew.", many, {"airplan"}) == 0.0
+    assert words.answer_types("Who signed it?")
+    assert words.answer_types("What is LCIS?")
+    assert not words.answer_types("Describe the clinic.")
+    many = words.answer_types("How many airplanes?")
+    assert words.typed("It affects 73 airplanes.", many, {"airplan"}) == 1.0
+    assert words.typed("In 2019 it had grown.", many, {"airplan"}) == 0.5
+    assert words.typed("As shown [11, 14], it grew.", many, {"airplan"}) == 0.0
 
 
 def test_selection_puts_the_best_first_and_keeps_to_the_budget(faq):
@@ -77,10 +77,10 @@ def test_prepared_sentences_are_never_embedded_again(faq, fake_embedder, monkeyp
     """prepare_document keeps a vector for every sentence and heading; answers
     then read them from the database instead of calling the embedder."""
     document = Document.objects.get(title="FAQ")
-    made = evidence.prepare_document(document.pk)
+    made = vectors.prepare_document(document.pk)
     assert made == SentenceVector.objects.filter(page__document=document).count() > 0
-    assert evidence.prepare_document(document.pk) == 0  # nothing left to do
-    evidence._vectors_of._items.clear()  # a fresh process
+    assert vectors.prepare_document(document.pk) == 0  # nothing left to do
+    vectors._vectors_of._items.clear()  # a fresh process
 
     def no_embedding(texts):
         raise AssertionError(f"embedded again: {texts}")
@@ -93,7 +93,7 @@ def test_prepared_sentences_are_never_embedded_again(faq, fake_embedder, monkeyp
 def test_vectors_kept_by_answers_go_with_their_document(faq):
     """Answering keeps the vectors it computed; deleting the document deletes
     them with its pages."""
-    evidence._vectors_of._items.clear()  # a fresh process
+    vectors._vectors_of._items.clear()  # a fresh process
     answer_question(faq, "Where is the clinic?")
     document = Document.objects.get(title="FAQ")
     assert SentenceVector.objects.filter(page__document=document).exists()
