@@ -6,7 +6,7 @@ import threading
 from collections import OrderedDict
 
 
-def digest(text: str) -> str:
+def text_key(text: str) -> str:
     """A short, stable key for a text (128-bit blake2b, hex)."""
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 

@@ -15,7 +15,7 @@ from enum import StrEnum
 
 import blingfire
 
-from documents.generation.memo import LRU, digest
+from documents.generation.memo import LRU, text_key
 
 
 class Kind(StrEnum):
@@ -206,7 +206,7 @@ _pages = LRU(2048)
 
 def page_sentences(text: str) -> list[Sentence]:
     """split_sentences, remembered per text (pages come back query after query)."""
-    key = digest(text)
+    key = text_key(text)
     units = _pages.get(key)
     if units is None:
         units = split_sentences(text)

@@ -10,7 +10,7 @@ import contextlib
 import numpy as np
 from django.db import IntegrityError, transaction
 
-from documents.generation.memo import LRU, digest
+from documents.generation.memo import LRU, text_key
 from documents.generation.sentences import Kind, Sentence, page_sentences
 from documents.ingestion import embeddings
 from documents.models import Page, SentenceVector
@@ -26,7 +26,7 @@ def vectors_for(embedder, items: list[tuple[int | None, str]]) -> list[np.ndarra
     SentenceVector rows, else embedded now and kept (in memory, and as rows for
     pages, so every process finds them)."""
     model = embedder.model_name
-    digests = [digest(text) for _, text in items]
+    digests = [text_key(text) for _, text in items]
     vectors: list[np.ndarray | None] = [
         _vectors_of.get((model, digest)) for digest in digests
     ]
@@ -99,7 +99,7 @@ def prepare_document(document_id: int, *, batch: int = 256) -> int:
         for unit in page_sentences(text or ""):
             if unit.quotable or unit.kind in (Kind.HEADING, Kind.QUESTION):
                 embedded = embedded_text(unit)
-                key = (page_id, digest(embedded))
+                key = (page_id, text_key(embedded))
                 if key not in existing:
                     todo[key] = embedded
     keys = list(todo)
