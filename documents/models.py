@@ -93,6 +93,21 @@ class Channel(models.Model):
     tool_retrieve_text_chunks = models.BooleanField(default=True)
     tool_rag_search = models.BooleanField(default=True)
     tool_submit_feedback = models.BooleanField(default=True)
+    # `search` and `fetch`, the two tools deep-research clients call.
+    tool_research = models.BooleanField(
+        default=False,
+        verbose_name="search and fetch (deep research)",
+        help_text="Add the search and fetch tools that deep-research clients "
+        "expect (built on retrieve_text_chunks and get_pages).",
+    )
+    # Whether the channel appears in the public discovery documents
+    # (/.well-known/ai-catalog.json, its server card).
+    listed = models.BooleanField(
+        default=False,
+        verbose_name="listed for discovery",
+        help_text="Publish this channel's name and MCP URL in the discovery "
+        "documents (AI catalog, server card). Unlisted channels stay unnamed.",
+    )
 
     # Staff access: curators see and edit the channel and its documents in the
     # admin and the playground; readers may use the playground and grant read
@@ -134,7 +149,7 @@ class Channel(models.Model):
         return self.name
 
     def enabled_tools(self) -> list[str]:
-        return [
+        names = [
             name
             for name in (
                 "list_documents",
@@ -146,6 +161,9 @@ class Channel(models.Model):
             )
             if getattr(self, f"tool_{name}")
         ]
+        if self.tool_research:
+            names += ["search", "fetch"]
+        return names
 
     def clean(self):
         if not isinstance(self.newest_sort, list) or not all(
@@ -536,6 +554,8 @@ class AuditEvent(models.Model):
         KEY_CREATE = "key.create", "API key created"
         KEY_CHANGE = "key.change", "API key changed"
         KEY_REVOKE = "key.revoke", "API key revoked"
+        GRANT_CREATE = "grant.create", "Sign-in granted to a client"
+        GRANT_REVOKE = "grant.revoke", "Sign-in grant revoked"
         AUTH_REFUSED = "auth.refused", "Authentication refused"
         AUTH_THROTTLED = "auth.throttled", "Client throttled after failures"
 
@@ -583,13 +603,17 @@ class AuditEvent(models.Model):
 
 
 class RateLimitWindow(models.Model):
-    """How many requests (or writes) one API key made in one fixed window."""
+    """How many requests (or writes) one credential made in one fixed window.
+
+    `subject` names the credential: "key:<ApiKey id>" or "grant:<SignInGrant id>"
+    (every token of one sign-in grant shares its limits).
+    """
 
     class Bucket(models.TextChoices):
         REQUESTS = "requests", "Requests per minute"
         WRITES = "writes", "Writes per hour"
 
-    api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="+")
+    subject = models.CharField(max_length=64)
     bucket = models.CharField(
         max_length=16, choices=Bucket.choices, default=Bucket.REQUESTS
     )
@@ -599,30 +623,73 @@ class RateLimitWindow(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["api_key", "bucket", "window_start"],
+                fields=["subject", "bucket", "window_start"],
                 name="ratelimit_unique_window",
             )
         ]
 
     def __str__(self) -> str:
-        return (
-            f"{self.api_key_id}/{self.bucket}@{self.window_start:%H:%M}: {self.count}"
-        )
+        return f"{self.subject}/{self.bucket}@{self.window_start:%H:%M}: {self.count}"
 
 
-class FailureWindow(models.Model):
-    """Failed authentications from one client address in one minute (throttling)."""
+class SignInGrant(models.Model):
+    """A person's consent, given on the sign-in page, for an OAuth client to use
+    one channel with some scopes. Its tokens are the OAuth library's; revoking
+    the grant revokes them and stops them working at once."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    application = models.ForeignKey(
+        "oauth2_provider.Application", on_delete=models.CASCADE, related_name="+"
+    )
+    channel = models.ForeignKey(
+        Channel, on_delete=models.CASCADE, related_name="sign_in_grants"
+    )
+    # The channel's MCP URL the tokens are bound to (RFC 8707 resource).
+    resource = models.URLField(max_length=500)
+    scopes = ArrayField(models.CharField(max_length=16), default=default_scopes)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "sign-in grant"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "application", "channel"],
+                condition=models.Q(revoked_at__isnull=True),
+                name="signin_grant_one_active",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.application} for {self.user} on {self.channel_id}"
+
+
+class AddressWindow(models.Model):
+    """Events from one client address in one window: failed authentications
+    (per minute, for throttling) and client registrations (per hour)."""
+
+    class Bucket(models.TextChoices):
+        FAILURES = "failures", "Failed authentications per minute"
+        REGISTRATIONS = "registrations", "OAuth client registrations per hour"
 
     address = models.CharField(max_length=64)
+    bucket = models.CharField(
+        max_length=16, choices=Bucket.choices, default=Bucket.FAILURES
+    )
     window_start = models.DateTimeField()
     count = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["address", "window_start"], name="failure_unique_window"
+                fields=["address", "bucket", "window_start"],
+                name="address_window_unique",
             )
         ]
 
     def __str__(self) -> str:
-        return f"{self.address}@{self.window_start:%H:%M}: {self.count}"
+        return f"{self.address}/{self.bucket}@{self.window_start:%H:%M}: {self.count}"

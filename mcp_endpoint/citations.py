@@ -1,8 +1,9 @@
 """Signed, expiring links to a document's original file and to a cited page.
 
-A link carries the grant it was made under (the API key, or the signed-in user
-of the playground), and works only while that grant does: revoking or expiring
-the key, or removing the user's access to the channel, ends its links at once,
+A link carries the grant it was made under (the API key, the sign-in grant of
+an OAuth token, or the signed-in user of the playground), and works only while
+that grant does: revoking or expiring the key or the sign-in, or removing the
+user's access to the channel, ends its links at once,
 before CITATION_URL_MAX_AGE. With S3 the link still points here; the view
 checks the grant, then redirects to a presigned URL that lives a minute.
 
@@ -20,7 +21,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from documents import access
-from documents.models import ApiKey, Document, Page
+from documents.models import ApiKey, Document, Page, SignInGrant
 from documents.regions import line_regions
 
 SALT = "quire.mcp.citation"
@@ -31,18 +32,23 @@ class GrantEnded(Exception):
     """The key or user a link was made for no longer opens the channel."""
 
 
-def _grant(api_key: ApiKey | None, user) -> dict:
+def _grant(api_key: ApiKey | None, user, grant) -> dict:
     if api_key is not None:
         return {"k": api_key.pk}
+    if grant is not None:
+        return {"g": grant.pk}
     if user is not None:
         return {"u": user.pk}
     raise ValueError("A citation link needs the key or user it is made for.")
 
 
-def sign_link(payload: dict, *, api_key: ApiKey | None = None, user=None) -> str:
+def sign_link(
+    payload: dict, *, api_key: ApiKey | None = None, user=None, grant=None
+) -> str:
     """A token for `payload` ("d": document id, "c": channel id, anything else
-    the view needs) bound to the caller's grant."""
-    return signing.dumps({**payload, **_grant(api_key, user)}, salt=SALT)
+    the view needs) bound to the caller's grant: the API key, the sign-in grant
+    of an OAuth token, or the playground's user."""
+    return signing.dumps({**payload, **_grant(api_key, user, grant)}, salt=SALT)
 
 
 def open_link(token: str) -> dict:
@@ -64,6 +70,10 @@ def _grant_holds(payload: dict) -> bool:
             pk=payload["k"], channels__pk=channel_id
         ).first()
         return api_key is not None and api_key.is_active(timezone.now())
+    if "g" in payload:
+        return SignInGrant.objects.filter(
+            pk=payload["g"], channel_id=channel_id, revoked_at__isnull=True
+        ).exists()
     if "u" in payload:
         user = get_user_model().objects.filter(pk=payload["u"]).first()
         return (
@@ -80,10 +90,14 @@ def citation_url(
     page: int | None = None,
     api_key: ApiKey | None = None,
     user=None,
+    grant=None,
 ) -> str:
     """An absolute link that opens the original; `#page=<n>` on PDFs."""
     token = sign_link(
-        {"d": document.pk, "c": document.channel_id}, api_key=api_key, user=user
+        {"d": document.pk, "c": document.channel_id},
+        api_key=api_key,
+        user=user,
+        grant=grant,
     )
     url = base_url + reverse("mcp_citation", args=[token])
     if page is not None and document.content_type.lower().startswith("application/pdf"):
@@ -126,13 +140,14 @@ def citation_page_url(
     span: tuple[int, int] | None = None,
     api_key: ApiKey | None = None,
     user=None,
+    grant=None,
 ) -> str:
     """An absolute link to the page view: the page with the quote at `span`
     (offsets into the page text) highlighted, scrolled to the quote."""
     payload = {"d": document.pk, "c": document.channel_id, "p": page}
     if span is not None:
         payload["s"], payload["e"] = span
-    token = sign_link(payload, api_key=api_key, user=user)
+    token = sign_link(payload, api_key=api_key, user=user, grant=grant)
     return base_url + reverse("mcp_citation_page", args=[token]) + "#quote"
 
 

@@ -58,8 +58,10 @@ class CallContext:
     # requests of an earlier `input_required` result, and the state it echoes.
     input_responses: dict | None = None
     request_state: str | None = None
-    # The signed-in staff member, when the playground makes the call.
+    # The person behind the call: the playground's signed-in staff member, or
+    # the user of a sign-in token (then `grant` is its SignInGrant).
     user: Any = None
+    grant: Any = None
 
     async def notify(self, method: str, params: dict) -> None:
         if self.emit is not None:

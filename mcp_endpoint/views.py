@@ -105,23 +105,22 @@ class CallLog:
         )
 
 
-def refusal_for(exc: AccessDenied) -> JsonResponse:
+def refusal_for(
+    exc: AccessDenied, request: HttpRequest, channel_slug: str
+) -> JsonResponse:
     """The transport-level answer to a refused credential, as MCP clients expect
-    it: 401 with a WWW-Authenticate challenge, 403 naming a missing scope, 429
+    it: 401 with a WWW-Authenticate challenge pointing at the channel's
+    protected-resource metadata (RFC 9728), 403 naming a missing scope, 429
     with Retry-After."""
-    if exc.status == 401:
-        challenge = f'Bearer error="{exc.error}", error_description="{exc}"'
-        return _refusal(401, UNAUTHORIZED, str(exc), WWW_Authenticate=challenge)
     if exc.status == 429:
         return _refusal(
             429, RATE_LIMITED, str(exc), Retry_After=str(exc.retry_after or 1)
         )
     headers = {}
-    if exc.missing_scope:
-        headers["WWW_Authenticate"] = (
-            f'Bearer error="insufficient_scope", scope="{exc.missing_scope}"'
-        )
-    return _refusal(exc.status, FORBIDDEN, str(exc), **headers)
+    if exc.status == 401 or exc.missing_scope:
+        headers["WWW_Authenticate"] = auth.bearer_challenge(request, channel_slug, exc)
+    code = UNAUTHORIZED if exc.status == 401 else FORBIDDEN
+    return _refusal(exc.status, code, str(exc), **headers)
 
 
 def _outcome(response: HttpResponse, outcome: str) -> HttpResponse:
@@ -150,10 +149,11 @@ async def check_before_body(
             auth.api_key_from(request),
             via="mcp",
             address=client_address(request),
+            resource=auth.resource_url(request, channel_slug),
         )
     except AccessDenied as exc:
         outcome = "rate limited" if exc.status == 429 else f"key refused ({exc.status})"
-        return _outcome(refusal_for(exc), outcome)
+        return _outcome(refusal_for(exc, request, channel_slug), outcome)
     if admission.channel is None:  # told only to a valid key: names can't be probed
         return _outcome(_refusal(404, INVALID_REQUEST, "No channel here"), "no channel")
     return admission
@@ -191,7 +191,7 @@ async def _serve(
             return early, early.quire_outcome
         admission = early
     channel, api_key = admission.channel, admission.api_key
-    log.key = api_key.prefix
+    log.key = admission.label
 
     limit = settings.MCP_MAX_BODY_BYTES
     too_large = _refusal(413, TOO_LARGE, f"The body is larger than {limit} bytes.")
@@ -220,6 +220,8 @@ async def _serve(
         raw_headers=_raw_headers(request),
         channel=channel,
         api_key=api_key,
+        user=admission.user,
+        grant=admission.grant,
         base_url=request.build_absolute_uri("/").rstrip("/"),
     )
     if "text/event-stream" not in accept.lower():

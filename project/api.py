@@ -22,6 +22,7 @@ from documents.api import ApiKeyHeader, BearerKey, router
 from documents.api.auth import admit_request, required_scope
 from documents.filters import FilterError
 from documents.generation import GenerationError
+from mcp_endpoint.auth import bearer_challenge
 
 logger = logging.getLogger(__name__)
 
@@ -115,17 +116,16 @@ def bad_filter(request: HttpRequest, exc: FilterError) -> HttpResponse:
     return problem(400, str(exc))
 
 
-def access_denied_problem(exc: AccessDenied) -> HttpResponse:
-    """401 with a Bearer challenge, 403 naming a missing scope, 429 with
-    Retry-After; used for refusals before the body is read too."""
+def access_denied_problem(exc: AccessDenied, request: HttpRequest) -> HttpResponse:
+    """401 with a Bearer challenge pointing at the channel's protected-resource
+    metadata, 403 naming a missing scope, 429 with Retry-After; used for
+    refusals before the body is read too."""
     headers: dict[str, str] = {}
     extra: dict[str, Any] = {}
-    if exc.status == 401:
-        headers["WWW-Authenticate"] = f'Bearer error="{exc.error}"'
-    elif exc.missing_scope:
-        headers["WWW-Authenticate"] = (
-            f'Bearer error="insufficient_scope", scope="{exc.missing_scope}"'
-        )
+    slug, _ = required_scope(request.method, request.path)
+    if exc.status == 401 or exc.missing_scope:
+        headers["WWW-Authenticate"] = bearer_challenge(request, slug, exc)
+    if exc.missing_scope:
         extra["missing_scope"] = exc.missing_scope
     if exc.retry_after is not None:
         headers["Retry-After"] = str(exc.retry_after)
@@ -134,7 +134,7 @@ def access_denied_problem(exc: AccessDenied) -> HttpResponse:
 
 @api.exception_handler(AccessDenied)
 def key_rejected(request: HttpRequest, exc: AccessDenied) -> HttpResponse:
-    return access_denied_problem(exc)
+    return access_denied_problem(exc, request)
 
 
 @api.exception_handler(AuthenticationError)
@@ -149,8 +149,9 @@ def not_authenticated(request: HttpRequest, exc: AuthenticationError) -> HttpRes
                 "An API key is required (Authorization: Bearer <key> or "
                 "api-key: <key>).",
                 status=401,
+                credentials_given=False,
             )
-        return access_denied_problem(denied)
+        return access_denied_problem(denied, request)
     return problem(401, "An API key is required.")
 
 

@@ -106,3 +106,64 @@ def axes_client_address(request) -> str:
     from documents.access import client_address
 
     return client_address(request)
+
+
+# Endpoints a browser-based MCP client calls across origins during sign-in;
+# none of them uses cookies, so any origin may read their answers.
+PUBLIC_CORS_PREFIXES = (
+    "/.well-known/",
+    "/oauth/token/",
+    "/oauth/register/",
+    "/oauth/revoke/",
+)
+PUBLIC_CORS_SUFFIXES = ("/server-card",)
+
+
+class PublicCorsMiddleware(InlineHooks):
+    """CORS for the discovery documents and the token, registration and
+    revocation endpoints: preflights answered here, `Access-Control-Allow-Origin:
+    *` on the answers. Everything else stays same-origin."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        from asgiref.sync import iscoroutinefunction
+
+        if iscoroutinefunction(self):
+            return self.__acall__(request)
+        response = self.process_request(request)
+        response = response or self.get_response(request)
+        return self.process_response(request, response)
+
+    @staticmethod
+    def _public(request) -> bool:
+        path = request.path_info
+        return path.startswith(PUBLIC_CORS_PREFIXES) or path.endswith(
+            PUBLIC_CORS_SUFFIXES
+        )
+
+    def process_request(self, request):
+        if request.method == "OPTIONS" and self._public(request):
+            from django.http import HttpResponse
+
+            response = HttpResponse(status=204)
+            response["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
+            response["Access-Control-Allow-Headers"] = (
+                "Authorization, Content-Type, MCP-Protocol-Version"
+            )
+            response["Access-Control-Max-Age"] = "86400"
+            return response
+        return None
+
+    def process_response(self, request, response):
+        if self._public(request):
+            response["Access-Control-Allow-Origin"] = "*"
+        return response

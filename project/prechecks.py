@@ -25,7 +25,7 @@ from django.conf import settings
 from django.contrib.auth import aget_user
 from django.core.handlers.asgi import ASGIHandler
 from django.db import close_old_connections
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse
 from django.utils.module_loading import import_string
 
 from documents.access import AccessDenied, Admission
@@ -66,7 +66,7 @@ async def _api(request) -> HttpResponse | Admission | None:
     if isinstance(outcome, AccessDenied):
         from project.api import access_denied_problem
 
-        return access_denied_problem(outcome)
+        return access_denied_problem(outcome, request)
     return outcome
 
 
@@ -122,6 +122,3 @@ class QuireASGIHandler(ASGIHandler):
             await self.send_response(refusal, send)
         finally:
             await sync_to_async(close_old_connections)()
-
-
-__all__ = ["JsonResponse", "QuireASGIHandler", "check_before_body"]

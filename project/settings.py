@@ -47,10 +47,12 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_tasks_db",
     "axes",
+    "oauth2_provider",
     # Listed so its API docs page uses the bundled Swagger UI, not a CDN.
     "ninja",
     "documents",
     "mcp_endpoint",
+    "signin",
     "demo",
 ]
 
@@ -58,6 +60,7 @@ INSTALLED_APPS = [
 # I/O-free hooks run inline in async requests (no thread hop each), and the
 # browser-only ones (sessions, CSRF, authentication, messages) skipped for MCP.
 MIDDLEWARE = [
+    "project.middleware.PublicCorsMiddleware",
     "project.middleware.SecurityMiddleware",
     "project.middleware.SessionMiddleware",
     "project.middleware.CommonMiddleware",
@@ -280,6 +283,57 @@ HTTP_MAX_CONNECTIONS_PER_CLIENT = env_int(
 
 # Ingestion workers `runquire` starts beside the web server.
 INGEST_WORKERS = env_int("INGEST_WORKERS", 2, minimum=0)
+
+# Sign-in for remote MCP clients: Quire is its own OAuth 2.1 authorization
+# server (django-oauth-toolkit; signin/). Scopes are documents.access.Scope.
+OAUTH_ACCESS_TOKEN_SECONDS = env_int("OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60)
+OAUTH_REFRESH_TOKEN_DAYS = env_int("OAUTH_REFRESH_TOKEN_DAYS", 30, minimum=1)
+OAUTH2_PROVIDER = {
+    "SCOPES": {
+        "read": "Read: search, read and cite the channel's documents",
+        "write": "Write: also upload, delete and re-ingest documents",
+    },
+    "DEFAULT_SCOPES": ["read"],
+    "PKCE_REQUIRED": True,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": OAUTH_REFRESH_TOKEN_DAYS * 86400,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "REQUEST_APPROVAL_PROMPT": "force",
+    # Native clients listen on a loopback port of their choosing (RFC 8252).
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["https", "http"],
+    # RFC 9700: no implicit or password grants, S256 only, tokens only in the
+    # Authorization header, RFC 9207 `iss` in redirects, tokens hashed at rest.
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": [
+        "none",
+        "client_secret_post",
+        "client_secret_basic",
+    ],
+    # Dynamic Client Registration (RFC 7591), open like the MCP clients expect,
+    # throttled per address and checked for redirect URIs (signin.views).
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": (
+        "oauth2_provider.dcr.AllowAllDCRPermission",
+    ),
+    # Client ID Metadata Documents: fetched over https from public addresses only
+    # (the library's hardened fetcher), so no client can aim it at internal hosts.
+    "CIMD_ENABLED": True,
+}
+# Registrations (DCR) per client address per hour.
+OAUTH_REGISTRATIONS_PER_HOUR = env_int("OAUTH_REGISTRATIONS_PER_HOUR", 30, minimum=1)
+LOGIN_URL = "signin:login"
 
 # HTTPS deployment (README "Deploying behind a proxy").
 SECURE_PROXY_SSL_HEADER = (

@@ -3,11 +3,14 @@ from django.contrib import admin
 from django.urls import include, path
 
 from project.api import api
+from signin.urls import oauth_patterns
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("playground/", include("mcp_endpoint.playground_urls")),
+    path("", include("signin.urls")),
+    path("", include((oauth_patterns, "oauth2_provider"))),
     path("", include("documents.urls")),
 ]
 if settings.MCP_ENABLED:

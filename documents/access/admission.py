@@ -13,6 +13,7 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import connection
@@ -26,7 +27,7 @@ from documents.access.windows import (
     count_failure,
     count_write,
 )
-from documents.models import ApiKey, Channel, FailureWindow, RateLimitWindow
+from documents.models import AddressWindow, ApiKey, Channel, RateLimitWindow
 
 KEY_PREFIX = "qk_"
 
@@ -38,14 +39,32 @@ def digest_key(raw_key: str) -> str:
 @dataclass(frozen=True)
 class Admission:
     """An admitted request: the channel (None: no such channel, told only to a
-    valid key, so names can't be probed) and the key that opened it."""
+    valid key, so names can't be probed) and the credential that opened it: an
+    API key, or a sign-in token and its user."""
 
     channel: Channel | None
-    api_key: ApiKey
+    api_key: ApiKey | None
     scope: str = Scope.READ  # what it was admitted for
+    user: Any = None
+    token: Any = None
+    grant: Any = None  # the SignInGrant behind a token
+
+    @property
+    def label(self) -> str:
+        """What log lines name the credential by (never the secret itself)."""
+        if self.api_key is not None:
+            return self.api_key.prefix
+        return f"token:{self.token.pk}" if self.token is not None else "-"
 
     def actor(self, *, via: str, address: str | None = None) -> Actor:
-        return Actor(via=via, api_key=self.api_key, address=address)
+        client = self.token.application.name if self.token is not None else ""
+        return Actor(
+            via=via,
+            api_key=self.api_key,
+            user=self.user,
+            client=client,
+            address=address,
+        )
 
 
 def _columns(model, alias: str) -> str:
@@ -70,12 +89,13 @@ def _instance(model, values):
 def _statement() -> str:
     through = ApiKey._meta.get_field("channels")
     windows = RateLimitWindow._meta.db_table
-    failures = FailureWindow._meta.db_table
+    failures = AddressWindow._meta.db_table
     return f"""
         WITH throttle AS (
             SELECT COALESCE((
                 SELECT count FROM {failures}
-                WHERE address = %(address)s AND window_start = %(window_start)s
+                WHERE address = %(address)s AND bucket = %(failures_bucket)s
+                  AND window_start = %(window_start)s
             ), 0) AS failures
         ), channel AS (
             SELECT {_columns(Channel, "c")} FROM {Channel._meta.db_table} c
@@ -89,13 +109,14 @@ def _statement() -> str:
             FROM {ApiKey._meta.db_table} k
             WHERE k.digest = %(digest)s
         ), counted AS (
-            INSERT INTO {windows} (api_key_id, bucket, window_start, count)
-            SELECT id, %(bucket)s, %(window_start)s, 1 FROM api_key, throttle
+            INSERT INTO {windows} (subject, bucket, window_start, count)
+            SELECT 'key:' || id, %(bucket)s, %(window_start)s, 1
+            FROM api_key, throttle
             WHERE %(counting)s AND throttle.failures <= %(failure_limit)s
               AND (opens_channel OR %(slug)s IS NULL)
               AND revoked_at IS NULL
               AND (expires_at IS NULL OR expires_at > %(now)s)
-            ON CONFLICT (api_key_id, bucket, window_start)
+            ON CONFLICT (subject, bucket, window_start)
             DO UPDATE SET count = {windows}.count + 1
             RETURNING count
         )
@@ -111,6 +132,7 @@ def admit(
     scope: str = Scope.READ,
     via: str,
     address: str = "",
+    resource: str | None = None,
 ) -> Admission:
     """The channel and the active key that opens it with `scope`, the request
     counted against the key's rate limit (and a write against its hourly quota).
@@ -120,7 +142,22 @@ def admit(
     the key is over its limit or the address is throttled after too many failed
     authentications. With channel_slug=None only the key is checked (the REST
     channel list).
+
+    A credential that isn't an API key is taken for an OAuth access token
+    (documents.access.tokens), accepted only for `resource`, the channel's MCP
+    URL it was issued for.
     """
+    if raw_key and not raw_key.startswith(KEY_PREFIX):
+        from documents.access.tokens import admit_token
+
+        return admit_token(
+            channel_slug,
+            raw_key,
+            resource=resource,
+            scope=scope,
+            via=via,
+            address=address,
+        )
     digest = digest_key(raw_key) if raw_key else ""
     requests = Window.requests()
     failures = Window.failures()
@@ -132,6 +169,7 @@ def admit(
                 "slug": channel_slug,
                 "digest": digest,
                 "bucket": RateLimitWindow.Bucket.REQUESTS,
+                "failures_bucket": AddressWindow.Bucket.FAILURES,
                 "window_start": requests.start,
                 "counting": requests.counting,
                 "failure_limit": failures.limit if failures.counting else 2**31,
@@ -167,7 +205,7 @@ def admit(
         raise refusal
     if count is not None:
         if count == 1:
-            clear_old_windows(api_key_id=api_key.pk, window=requests)
+            clear_old_windows(subject=f"key:{api_key.pk}", window=requests)
         if requests.exceeded(count):
             raise AccessDenied(
                 f"Rate limit reached; retry in {requests.retry_after()} s.",
@@ -175,7 +213,7 @@ def admit(
                 retry_after=requests.retry_after(),
             )
     if scope == Scope.WRITE and channel is not None:
-        over = count_write(api_key.pk)
+        over = count_write(f"key:{api_key.pk}")
         if over is not None:
             raise AccessDenied(
                 f"This API key has used its {over.limit} writes for this hour; "
@@ -200,7 +238,9 @@ def _refusal(
     raw_key: str | None, digest: str, api_key: ApiKey | None, window: Window
 ) -> AccessDenied | None:
     if not raw_key:
-        return AccessDenied("An API key is required.", status=401)
+        return AccessDenied(
+            "An API key is required.", status=401, credentials_given=False
+        )
     # The lookup is by digest (an index hit); compare again in constant time so
     # the outcome never depends on how much of a guessed key matched.
     if api_key is None or not hmac.compare_digest(api_key.digest, digest):

@@ -30,13 +30,19 @@ class Actor:
     user: "AbstractBaseUser | None" = None
     api_key: "ApiKey | None" = None
     address: str | None = None
+    # The OAuth client acting for `user` (a sign-in token), by its name.
+    client: str = ""
 
     @property
     def label(self) -> str:
         if self.api_key is not None:
             return f"key {self.api_key.prefix}… ({self.api_key.name})"
+        if self.user is not None and self.client:
+            return f"user {self.user.get_username()} via {self.client}"
         if self.user is not None:
             return f"user {self.user.get_username()}"
+        if self.client:
+            return f"client {self.client}"
         return {"command": "command line", "demo": "demo loader"}.get(
             self.via, self.via
         )
@@ -68,17 +74,20 @@ class AccessDenied(Exception):
         status: int,
         missing_scope: str | None = None,
         retry_after: int | None = None,
+        credentials_given: bool = True,
     ):
         super().__init__(message)
         self.status = status
         self.missing_scope = missing_scope
         self.retry_after = retry_after
+        self.credentials_given = credentials_given
 
     @property
     def error(self) -> str | None:
-        """The RFC 6750 error code for WWW-Authenticate, when one applies."""
+        """The RFC 6750 error code for WWW-Authenticate, when one applies (none
+        when the request carried no credentials at all, RFC 6750 section 3.1)."""
         if self.status == 401:
-            return "invalid_token"
+            return "invalid_token" if self.credentials_given else None
         if self.missing_scope:
             return "insufficient_scope"
         return None

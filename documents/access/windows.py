@@ -1,10 +1,11 @@
-"""Fixed-window counters in PostgreSQL: requests per key per minute, writes per
-key per hour, failed authentications per client address per minute.
+"""Fixed-window counters in PostgreSQL: requests per credential per minute,
+writes per credential per hour, failed authentications per client address per
+minute, client registrations per address per hour.
 
 The counters live in the database so that every uvicorn worker (and every
-machine behind a load balancer) sees the same count. The request counter is
-bumped by the admission statement (documents.access.admission) in the same
-round trip that looks up the channel and the key.
+machine behind a load balancer) sees the same count. The request counter of an
+API key is bumped by the admission statement (documents.access.admission) in
+the same round trip that looks up the channel and the key.
 """
 
 import datetime
@@ -15,7 +16,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from documents.models import FailureWindow, RateLimitWindow
+from documents.models import AddressWindow, RateLimitWindow
 
 MINUTE = datetime.timedelta(minutes=1)
 HOUR = datetime.timedelta(hours=1)
@@ -55,6 +56,10 @@ class Window:
     def writes(cls) -> "Window":
         return cls.current(length=HOUR, limit=settings.API_WRITES_PER_HOUR)
 
+    @classmethod
+    def registrations(cls) -> "Window":
+        return cls.current(length=HOUR, limit=settings.OAUTH_REGISTRATIONS_PER_HOUR)
+
     @property
     def counting(self) -> bool:
         return self.limit > 0
@@ -68,45 +73,99 @@ class Window:
         return max(1, math.ceil(self.length.total_seconds() - elapsed))
 
 
-def clear_old_windows(*, api_key_id: int, window: Window) -> None:
-    """The first request of a window clears the key's windows older than an hour."""
+def _bump(table: str, key_column: str, key: str, bucket: str, start) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""INSERT INTO {table} ({key_column}, bucket, window_start, count)
+                VALUES (%s, %s, %s, 1)
+                ON CONFLICT ({key_column}, bucket, window_start)
+                DO UPDATE SET count = {table}.count + 1 RETURNING count""",
+            [key, bucket, start],
+        )
+        (count,) = cursor.fetchone()
+    return count
+
+
+def clear_old_windows(*, subject: str, window: Window) -> None:
+    """The first request of a window clears the subject's windows older than an hour."""
     RateLimitWindow.objects.filter(
-        api_key_id=api_key_id, window_start__lt=window.start - HOUR
+        subject=subject, window_start__lt=window.start - HOUR
     ).delete()
 
 
-def count_write(api_key_id: int) -> Window | None:
-    """Count one write against the key's hourly quota; the window when the quota
-    is used up (the write must be refused), else None."""
+def count_request(subject: str) -> Window | None:
+    """Count one request of `subject` (sign-in grants; keys are counted by the
+    admission statement); the window when the limit is passed, else None."""
+    window = Window.requests()
+    if not window.counting:
+        return None
+    count = _bump(
+        RateLimitWindow._meta.db_table,
+        "subject",
+        subject,
+        RateLimitWindow.Bucket.REQUESTS,
+        window.start,
+    )
+    if count == 1:
+        clear_old_windows(subject=subject, window=window)
+    return window if window.exceeded(count) else None
+
+
+def count_write(subject: str) -> Window | None:
+    """Count one write against the subject's hourly quota; the window when the
+    quota is used up (the write must be refused), else None."""
     window = Window.writes()
     if not window.counting:
         return None
-    table = RateLimitWindow._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""INSERT INTO {table} (api_key_id, bucket, window_start, count)
-                VALUES (%s, %s, %s, 1)
-                ON CONFLICT (api_key_id, bucket, window_start)
-                DO UPDATE SET count = {table}.count + 1 RETURNING count""",
-            [api_key_id, RateLimitWindow.Bucket.WRITES, window.start],
-        )
-        (count,) = cursor.fetchone()
+    count = _bump(
+        RateLimitWindow._meta.db_table,
+        "subject",
+        subject,
+        RateLimitWindow.Bucket.WRITES,
+        window.start,
+    )
     return window if window.exceeded(count) else None
+
+
+def failures_from(address: str) -> int:
+    """Failed authentications from `address` in the current minute."""
+    window = Window.failures()
+    return (
+        AddressWindow.objects.filter(
+            address=address,
+            bucket=AddressWindow.Bucket.FAILURES,
+            window_start=window.start,
+        )
+        .values_list("count", flat=True)
+        .first()
+        or 0
+    )
 
 
 def count_failure(address: str) -> int:
     """Count one failed authentication from `address`; the window's new count."""
     window = Window.failures()
-    table = FailureWindow._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""INSERT INTO {table} (address, window_start, count)
-                VALUES (%s, %s, 1)
-                ON CONFLICT (address, window_start)
-                DO UPDATE SET count = {table}.count + 1 RETURNING count""",
-            [address, window.start],
-        )
-        (count,) = cursor.fetchone()
+    count = _bump(
+        AddressWindow._meta.db_table,
+        "address",
+        address,
+        AddressWindow.Bucket.FAILURES,
+        window.start,
+    )
     if count == 1:
-        FailureWindow.objects.filter(window_start__lt=window.start - HOUR).delete()
+        AddressWindow.objects.filter(window_start__lt=window.start - HOUR).delete()
     return count
+
+
+def count_registration(address: str) -> Window | None:
+    """Count one client registration from `address`; the window when the hourly
+    limit is passed, else None."""
+    window = Window.registrations()
+    count = _bump(
+        AddressWindow._meta.db_table,
+        "address",
+        address,
+        AddressWindow.Bucket.REGISTRATIONS,
+        window.start,
+    )
+    return window if window.exceeded(count) else None

@@ -150,6 +150,8 @@ class ChannelAdmin(admin.ModelAdmin):
                     "tool_retrieve_text_chunks",
                     "tool_rag_search",
                     "tool_submit_feedback",
+                    "tool_research",
+                    "listed",
                 ]
             },
         ),

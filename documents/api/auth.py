@@ -14,7 +14,7 @@ from ninja.security import APIKeyHeader, HttpBearer
 from documents import access
 from documents.access import AccessDenied, Admission, Scope
 from documents.limits import MAX_ID, MAX_PAGE
-from documents.models import Channel, Document
+from documents.models import MCP_PATH_PREFIX, Channel, Document
 
 # Where project.asgi leaves the admission it made before reading the body.
 ADMISSION_KEY = "quire.admission"
@@ -81,8 +81,13 @@ def admit_request(
             scope=scope,
             via="rest",
             address=access.client_address(request),
+            # A sign-in token works here for the channel it was issued for.
+            resource=request.build_absolute_uri(MCP_PATH_PREFIX + slug)
+            if slug
+            else None,
         )
     request.api_key = admission.api_key
+    request.admission = admission
     request.actor = admission.actor(via="rest", address=access.client_address(request))
     return admission
 

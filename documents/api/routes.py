@@ -103,8 +103,12 @@ def _added_by(document: Document) -> str:
 @router.get("/channels", response=responses({200: list[ChannelOut]}), tags=["channels"])
 def list_channels(request: HttpRequest):
     """The channels the key opens, by slug."""
-    api_key = admit_request(request, None).api_key
-    channels = api_key.channels.prefetch_related("metadata_fields").order_by("slug")
+    admission = admit_request(request, None)
+    if admission.api_key is not None:
+        channels = admission.api_key.channels.all()
+    else:  # a sign-in token opens the channel of its grant
+        channels = Channel.objects.filter(pk=admission.grant.channel_id)
+    channels = channels.prefetch_related("metadata_fields").order_by("slug")
     return [_channel_out(channel) for channel in channels]
 
 

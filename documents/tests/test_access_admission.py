@@ -29,7 +29,9 @@ def channels(make_channel):
 
 def counted(api_key) -> int:
     return sum(
-        RateLimitWindow.objects.filter(api_key=api_key).values_list("count", flat=True)
+        RateLimitWindow.objects.filter(subject=f"key:{api_key.pk}").values_list(
+            "count", flat=True
+        )
     )
 
 

@@ -86,10 +86,17 @@ async def handle_post(
     base_url: str,
     emit: Callable[[dict], Awaitable[None]] | None = None,
     user: Any = None,
+    grant: Any = None,
 ) -> Reply:
     """Answer one POSTed JSON-RPC message (from an API key's holder, or from
     `user` in the playground). Never raises."""
-    call = {"channel": channel, "api_key": api_key, "base_url": base_url, "user": user}
+    call = {
+        "channel": channel,
+        "api_key": api_key,
+        "base_url": base_url,
+        "user": user,
+        "grant": grant,
+    }
     try:
         message = parse_json(body, what="The message")
     except TooComplex as exc:

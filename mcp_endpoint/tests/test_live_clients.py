@@ -288,7 +288,7 @@ def test_rate_limit_counter_is_shared_by_the_workers(quire_server):
     from documents.models import ApiKey, RateLimitWindow
 
     key = ApiKey.objects.get(digest=digest_key(quire_server.demo_key))
-    counted = RateLimitWindow.objects.filter(api_key=key)
+    counted = RateLimitWindow.objects.filter(subject=f"key:{key.pk}")
 
     def total() -> int:
         return counted.aggregate(n=Sum("count"))["n"] or 0

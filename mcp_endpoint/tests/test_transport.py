@@ -20,7 +20,9 @@ def test_missing_key_is_refused_with_401(handbook):
     """A request without a key gets 401 and a Bearer challenge, before any work."""
     response = McpClient("handbook", None).send("tools/list")
     assert response.status_code == 401
-    assert response["WWW-Authenticate"].startswith('Bearer error="invalid_token"')
+    challenge = response["WWW-Authenticate"]
+    assert challenge.startswith("Bearer resource_metadata=")
+    assert "error=" not in challenge  # no credentials, no error (RFC 6750)
     assert json.loads(response.content)["error"]["message"] == "An API key is required."
 
 

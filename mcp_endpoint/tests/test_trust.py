@@ -142,7 +142,9 @@ def test_refusals_carry_the_bearer_challenge(handbook, handbook_key, make_channe
     another channel is 403; both as JSON-RPC errors without id."""
     missing = McpClient("handbook", None).send("tools/list")
     assert missing.status_code == 401
-    assert missing["WWW-Authenticate"].startswith('Bearer error="invalid_token"')
+    assert "resource_metadata=" in missing["WWW-Authenticate"]
+    bad = McpClient("handbook", "qk_" + "x" * 40).send("tools/list")
+    assert 'error="invalid_token"' in bad["WWW-Authenticate"]
     make_channel("other")
     other = McpClient("other", handbook_key).send("tools/list")
     assert other.status_code == 403

@@ -251,6 +251,7 @@ def _citation_urls(ctx: CallContext, document_ids: list[int], page: int | None) 
             page=page,
             api_key=ctx.api_key,
             user=ctx.user,
+            grant=ctx.grant,
         )
         for document in documents.order_by("pk")
     }

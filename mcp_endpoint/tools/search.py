@@ -159,5 +159,6 @@ class RagSearch(SearchTool):
                 span=span,
                 api_key=ctx.api_key,
                 user=ctx.user,
+                grant=ctx.grant,
             )
         return ToolResult([text_block(answer.text)], structured=structured)

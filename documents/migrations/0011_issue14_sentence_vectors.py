@@ -4,7 +4,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("documents", "0007_trust"),
+        ("documents", "0010_research_tools_and_listing"),
     ]
 
     operations = [
