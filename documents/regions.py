@@ -8,9 +8,11 @@ whitespace (chunks and answers collapse it), and its regions are the boxes of th
 lines that overlap its span.
 """
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
 from django.db.models import Q
 
 from documents.models import Page
@@ -26,9 +28,9 @@ class PageSource:
     text: str
     lines: list = field(default_factory=list)
     has_image: bool = False
-    _squeezed: tuple[str, list[int]] | None = field(default=None, repr=False)
+    _squeezed: tuple[str, np.ndarray] | None = field(default=None, repr=False)
 
-    def squeezed(self) -> tuple[str, list[int]]:
+    def squeezed(self) -> tuple[str, np.ndarray]:
         """The text without whitespace, and each kept character's offset."""
         if self._squeezed is None:
             self._squeezed = squeeze(self.text)
@@ -43,33 +45,45 @@ class PageSource:
         return line_regions(self.lines, start, end)
 
 
-def squeeze(text: str) -> tuple[str, list[int]]:
-    kept = [(i, c) for i, c in enumerate(text) if not c.isspace()]
-    return "".join(c for _, c in kept), [i for i, _ in kept]
+@functools.cache
+def _whitespace() -> tuple[dict, np.ndarray]:
+    """What str.split() splits on (no such character lies past U+3000): a
+    table that drops them, and their code points."""
+    spaces = [c for c in map(chr, range(0x3001)) if c.isspace()]
+    table = str.maketrans("", "", "".join(spaces))
+    return table, np.array([ord(c) for c in spaces], dtype=np.uint32)
+
+
+# Answers squeeze the same pages query after query; a page costs about 10 bytes
+# per character here.
+@functools.lru_cache(maxsize=256)
+def squeeze(text: str) -> tuple[str, np.ndarray]:
+    """`text` without whitespace, and the offset in `text` of each character
+    kept (computed in C: pages are squeezed on every answer)."""
+    table, spaces = _whitespace()
+    points = np.frombuffer(
+        text.encode("utf-32-le", errors="surrogatepass"), dtype=np.uint32
+    )
+    offsets = np.flatnonzero(~np.isin(points, spaces)).astype(np.int32)
+    return text.translate(table), offsets
 
 
 def locate(
-    squeezed: tuple[str, list[int]], quote: str, near: int = 0
+    squeezed: tuple[str, np.ndarray], quote: str, near: int = 0
 ) -> tuple[int, int] | None:
     """Find `quote` in a squeezed text; (start, end) offsets in the original."""
     haystack, offsets = squeezed
     needle = "".join(quote.split())
-    if not needle or not offsets:
+    if not needle or not len(offsets):
         return None
     # The squeezed index of the first kept character at or after `near`.
-    low, high = 0, len(offsets)
-    while low < high:
-        middle = (low + high) // 2
-        if offsets[middle] < near:
-            low = middle + 1
-        else:
-            high = middle
+    low = int(np.searchsorted(offsets, near))
     found = haystack.find(needle, low)
     if found < 0:
         found = haystack.find(needle)
     if found < 0:
         return None
-    return offsets[found], offsets[found + len(needle) - 1] + 1
+    return int(offsets[found]), int(offsets[found + len(needle) - 1]) + 1
 
 
 def line_regions(lines: list, start: int, end: int) -> list[dict]:

@@ -70,9 +70,12 @@ class Answer:
 
 
 class Generator(Protocol):
-    """Writes an answer to `query` from retrieved chunks (best first)."""
+    """Writes an answer to `query` from retrieved chunks (best first);
+    `query_vector`, when given, is the query's embedding."""
 
-    def generate(self, query: str, chunks: list[RetrievedChunk]) -> Answer: ...
+    def generate(
+        self, query: str, chunks: list[RetrievedChunk], *, query_vector=None
+    ) -> Answer: ...
 
 
 def finish(text: str, citations: list[Citation]) -> Answer:

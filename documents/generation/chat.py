@@ -76,12 +76,16 @@ def build_messages(query: str, sources: list, fence: str) -> list:
 
 
 def evidence_sources(
-    query: str, chunks: list[RetrievedChunk], *, min_score: float
+    query: str,
+    chunks: list[RetrievedChunk],
+    *,
+    min_score: float,
+    query_vector=None,
 ) -> list[Source]:
     """The pages to show the model, best evidence first, each with its
     sentences best first; none when the best evidence scores below
     `min_score`."""
-    found = evidence_.gather(query, chunks)
+    found = evidence_.gather(query, chunks, query_vector=query_vector)
     if not found or found[0].score < min_score:
         return []
     by_page: dict[tuple[int, int], Source] = {}
@@ -144,8 +148,12 @@ class ChatGenerator:
         )
         return cls(model)
 
-    def generate(self, query: str, chunks: list[RetrievedChunk]) -> Answer:
-        sources = evidence_sources(query, chunks, min_score=self.min_score)
+    def generate(
+        self, query: str, chunks: list[RetrievedChunk], *, query_vector=None
+    ) -> Answer:
+        sources = evidence_sources(
+            query, chunks, min_score=self.min_score, query_vector=query_vector
+        )
         if not sources:  # weak evidence: no model call, no made-up answer
             return refusal()
         fence = secrets.token_hex(8)

@@ -179,7 +179,12 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
     return candidates
 
 
-def gather(query: str, chunks: list[RetrievedChunk]) -> list[Evidence]:
+def gather(
+    query: str,
+    chunks: list[RetrievedChunk],
+    *,
+    query_vector: np.ndarray | None = None,
+) -> list[Evidence]:
     """The quotable sentences of `chunks`' pages, scored, best first.
 
     Scoring by meaning needs the embedder, the costly part: only the
@@ -199,7 +204,8 @@ def gather(query: str, chunks: list[RetrievedChunk]) -> list[Evidence]:
         if c.title
     }
     embedder = embeddings.get_embedder()
-    query_vector = np.asarray(embedder.embed_query(query), dtype=np.float32)
+    if query_vector is None:
+        query_vector = np.asarray(embedder.embed_query(query), dtype=np.float32)
     items = [(c.page.id if c.page else None, embedded_text(c.unit)) for c in candidates]
     items += [(page_id, embedded_text(title)) for title, page_id in titles.values()]
     vectors = vectors_for(embedder, items)

@@ -28,8 +28,10 @@ class ExtractiveGenerator:
         self.min_score = settings.ANSWER_MIN_SCORE if min_score is None else min_score
         self.max_chars = settings.ANSWER_MAX_CHARS if max_chars is None else max_chars
 
-    def generate(self, query: str, chunks: list[RetrievedChunk]) -> Answer:
-        found = evidence_.gather(query, chunks)
+    def generate(
+        self, query: str, chunks: list[RetrievedChunk], *, query_vector=None
+    ) -> Answer:
+        found = evidence_.gather(query, chunks, query_vector=query_vector)
         chosen = evidence_.select(
             found, min_score=self.min_score, max_chars=self.max_chars
         )

@@ -2,17 +2,21 @@
 
 import hashlib
 import json
+from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 from django.conf import settings
 from django.core.cache import cache
 
 from documents.generation.base import Answer, Generator
 from documents.generation.chat import ChatGenerator
 from documents.generation.extractive import ExtractiveGenerator
+from documents.ingestion import embeddings
 from documents.models import Channel
 from documents.search.service import retrieve_chunks
 
 CACHE_SECONDS = 24 * 60 * 60
+_question_threads = ThreadPoolExecutor(thread_name_prefix="embed-question")
 # An answer looks for its evidence in at least this many chunks.
 ANSWER_CHUNKS = 32
 # Part of every cache key: bump it when answers are written differently.
@@ -104,9 +108,14 @@ def answer_question(
     cached = cache.get(key)
     if cached is not None:
         return Answer.from_cache(cached)
+    # Asked for together with retrieval's own, so the query embedder runs the
+    # two as one batch (QueryBatcher) rather than one after the other.
+    embedder = embeddings.get_embedder()
+    question = _question_threads.submit(embedder.embed_query, query)
     chunks = evidence_chunks(
         channel, query, document_ids=document_ids, metadata_filter=metadata_filter
     )
-    answer = get_generator(channel).generate(query, chunks)
+    vector = np.asarray(question.result(), dtype=np.float32)
+    answer = get_generator(channel).generate(query, chunks, query_vector=vector)
     cache.set(key, answer.to_cache(), CACHE_SECONDS)
     return answer

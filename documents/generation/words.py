@@ -6,6 +6,7 @@ for "how long", a figure for "how many", a date for "when", a person for "who",
 a reason for "why", a definition for "what is …?".
 """
 
+import functools
 import re
 import threading
 
@@ -26,11 +27,13 @@ _stemmer = Stemmer.Stemmer("english")
 _stemmer_lock = threading.Lock()
 
 
-def terms(text: str) -> set[str]:
+@functools.lru_cache(maxsize=20000)
+def terms(text: str) -> frozenset[str]:
     """The stemmed content words of `text`."""
     words = [w.lower() for w in _WORD.findall(text)]
     with _stemmer_lock:  # PyStemmer objects are not thread-safe
-        return set(_stemmer.stemWords([w for w in words if w not in _STOP_WORDS]))
+        stems = _stemmer.stemWords([w for w in words if w not in _STOP_WORDS])
+    return frozenset(stems)
 
 
 # What a question asks for, and what a sentence must hold to give it.
