@@ -1,12 +1,15 @@
-"""JSON schemas that depend on the channel, built afresh for every request.
+"""JSON schemas that depend on the channel.
 
-Filter fields and their enums follow the corpus, so nothing here is cached
-beyond the one request (the memo lives on the request's Channel instance).
+Filter fields and their enums follow the corpus. Tool definitions are cached
+per channel version by the registry; while one set of definitions is built,
+the tools share each schema through `_memo` (keyed by the channel version too,
+so no stale schema outlives a change).
 """
 
 import copy
 
 from django.conf import settings
+from django.core.signals import setting_changed
 
 from documents import filters, listing
 from documents.models import Channel
@@ -32,11 +35,25 @@ DOCUMENT_IDS_DESCRIPTION = (
 )
 
 
+_MEMO: dict[tuple, dict] = {}
+MEMO_SIZE = 256
+
+
 def _memo(channel: Channel, name: str, build):
-    cache = channel.__dict__.setdefault("_mcp_schema_memo", {})
-    if name not in cache:
-        cache[name] = build(channel)
-    return copy.deepcopy(cache[name])
+    key = (channel.pk, channel.corpus_version, channel.updated_at, name)
+    if key not in _MEMO:
+        if len(_MEMO) >= MEMO_SIZE:
+            _MEMO.clear()
+        _MEMO[key] = build(channel)
+    return copy.deepcopy(_MEMO[key])
+
+
+def _forget(**kwargs) -> None:
+    _MEMO.clear()
+
+
+# Caps such as MCP_ENUM_MAX_VALUES shape the schemas (tests change them).
+setting_changed.connect(_forget)
 
 
 def metadata_filter_schema(channel: Channel) -> dict:

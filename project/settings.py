@@ -163,6 +163,8 @@ TASKS = {
 # S3 when STORAGE_BACKEND=s3 (see README).
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(DATA_DIR / "media")))
 MEDIA_URL = "/media/"
+# Lifetime of citation links (and, with S3, of the presigned URLs behind them).
+CITATION_URL_MAX_AGE = env_int("CITATION_URL_MAX_AGE", 3600, minimum=60)
 _storage_backend = env_choice("STORAGE_BACKEND", "filesystem", ["filesystem", "s3"])
 if _storage_backend == "s3":
     _file_storage = {
@@ -171,7 +173,7 @@ if _storage_backend == "s3":
             "bucket_name": env_str("AWS_STORAGE_BUCKET_NAME"),
             "endpoint_url": env_str("AWS_S3_ENDPOINT_URL") or None,
             "querystring_auth": True,
-            "querystring_expire": env_int("CITATION_URL_MAX_AGE", 3600, minimum=60),
+            "querystring_expire": CITATION_URL_MAX_AGE,
             "file_overwrite": False,
         },
     }
@@ -218,7 +220,6 @@ CHUNK_OVERLAP = env_int("CHUNK_OVERLAP", 150, minimum=0)
 EMBEDDING_BACKEND = env_choice(
     "EMBEDDING_BACKEND", "onnx-minilm", ["onnx-minilm", "openai"]
 )
-EMBEDDING_DIMENSIONS = 384  # fixed by the Chunk.embedding column and its HNSW index
 EMBEDDING_BASE_URL = env_str("EMBEDDING_BASE_URL")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL")
 EMBEDDING_API_KEY_ENV = env_str("EMBEDDING_API_KEY_ENV", "EMBEDDING_API_KEY")
@@ -239,7 +240,6 @@ MCP_MAX_RESULTS = env_int("MCP_MAX_RESULTS", 50, minimum=1)
 MCP_LIST_LIMIT_MAX = env_int("MCP_LIST_LIMIT_MAX", 100, minimum=1)
 # Ceiling over every channel's own get_pages cap (Channel.max_pages_per_call).
 MCP_MAX_PAGES_PER_CALL = env_int("MCP_MAX_PAGES_PER_CALL", 50, minimum=1)
-CITATION_URL_MAX_AGE = env_int("CITATION_URL_MAX_AGE", 3600, minimum=60)
 # Ceiling over every channel's own chat-model timeout (Channel.generator_timeout).
 CHAT_MODEL_TIMEOUT = env_float("CHAT_MODEL_TIMEOUT", 30.0, minimum=1.0)
 # The only chat-model endpoints the server will call (project.env.env_chat_endpoints).

@@ -11,7 +11,6 @@ urlpatterns = [
     path("playground/", include("mcp_endpoint.playground_urls")),
     path("", include("signin.urls")),
     path("", include((oauth_patterns, "oauth2_provider"))),
-    path("", include("documents.urls")),
 ]
 if settings.MCP_ENABLED:
     urlpatterns.append(path("", include("mcp_endpoint.urls")))

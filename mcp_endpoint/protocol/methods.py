@@ -76,7 +76,7 @@ def _paginate(items: list, params: dict) -> tuple[list, dict]:
             raise JsonRpcError(INVALID_PARAMS, f"Invalid cursor: {cursor!r}") from None
         if offset < 0 or offset > len(items):
             raise JsonRpcError(INVALID_PARAMS, f"Invalid cursor: {cursor!r}")
-    page_size = getattr(settings, "MCP_PAGE_SIZE", 100)
+    page_size = settings.MCP_PAGE_SIZE
     page = items[offset : offset + page_size]
     extra = {}
     if offset + page_size < len(items):
