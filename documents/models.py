@@ -411,6 +411,29 @@ class Chunk(models.Model):
         return f"{self.document_id}#{self.order} p.{self.page_number}"
 
 
+class SentenceVector(models.Model):
+    """The embedding of one sentence (or heading) of a page, computed once and
+    kept for answers (documents.generation.evidence); deleted with its page."""
+
+    page = models.ForeignKey(Page, on_delete=models.CASCADE, related_name="+")
+    # blake2b (128 bits, hex) of the sentence's text as the answerer embeds it.
+    digest = models.CharField(max_length=32)
+    embedding_model = models.CharField(max_length=200)
+    # float16 values, the embedder's dimensions; never searched in SQL.
+    vector = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["page", "embedding_model", "digest"],
+                name="sentence_vector_unique",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.page_id}:{self.digest}"
+
+
 class KeywordStatistics(models.Model):
     """A channel's keyword-index totals: BM25's N and average chunk length."""
 

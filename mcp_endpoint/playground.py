@@ -151,15 +151,22 @@ def _readable(asked, call: calls.ToolCall) -> dict:
         ]
         return {"chunks": chunks}
     if asked.tool == "rag_search":
+        # Citations open the page a person would get from the link: the page
+        # image with the quoted lines highlighted.
         citations = [
             {
                 **citation,
-                "url": calls.page_url(citation["document_id"], citation["page_number"]),
+                "url": citation.get("url")
+                or calls.page_url(citation["document_id"], citation["page_number"]),
             }
             for citation in data.get("citations", [])
         ]
+        links: dict[tuple[int, int], str] = {}
+        for citation in citations:
+            key = (citation["document_id"], citation["page_number"])
+            links.setdefault(key, citation["url"])
         return {
-            "answer_html": calls.link_citations(data.get("answer", "")),
+            "answer_html": calls.link_citations(data.get("answer", ""), links),
             "citations": citations,
         }
     if asked.tool == "list_documents":

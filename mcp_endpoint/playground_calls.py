@@ -151,13 +151,18 @@ def page_url(document_id: int | str, page_number: int | str) -> str:
     )
 
 
-def link_citations(text: str) -> SafeString:
-    """The answer escaped, its [Document <id>, Page <n>] labels made links."""
+def link_citations(
+    text: str, links: dict[tuple[int, int], str] | None = None
+) -> SafeString:
+    """The answer escaped, its [Document <id>, Page <n>] labels made links: to
+    `links[(document id, page)]` when given, else to the page preview."""
+    links = links or {}
 
     def link(match: re.Match) -> str:
+        key = (int(match.group(1)), int(match.group(2)))
         return format_html(
             '<a class="citation" href="{}">{}</a>',
-            page_url(match.group(1), match.group(2)),
+            links.get(key) or page_url(*key),
             match.group(0),
         )
 

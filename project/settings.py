@@ -364,6 +364,14 @@ AXES_CLIENT_IP_CALLABLE = "project.middleware.axes_client_address"
 # project.middleware.AxesMiddleware is axes' middleware, under another name.
 SILENCED_SYSTEM_CHECKS = ["axes.W002"]
 
+# Answers (documents.generation). The extractive answer stops at about this many
+# characters (its first sentence is always quoted, cut at the budget if longer).
+ANSWER_MAX_CHARS = env_int("ANSWER_MAX_CHARS", 500, minimum=100)
+# Evidence scoring below this means "No references found" (extractive and chat).
+# Calibrated for the default embedder on benchmarks/answers.py's questions
+# (`--calibrate`); another embedder may need its own value.
+ANSWER_MIN_SCORE = env_float("ANSWER_MIN_SCORE", 0.38, minimum=0.0)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -36,6 +36,7 @@ from documents.api.schemas import (
 from documents.filters import filter_schema
 from documents.limits import TooComplex, parse_json
 from documents.models import Channel, Document, Page
+from documents.regions import add_passage_regions
 from documents.search.service import retrieve_chunks
 from documents.services import documents as document_services
 from documents.services.feedback import submit_feedback
@@ -293,6 +294,7 @@ def search(request: HttpRequest, slug: str, body: SearchIn):
         metadata_filter=body.metadata_filter,
         limit=body.limit,
     )
+    add_passage_regions(chunks)
     return {"chunks": [asdict(chunk) for chunk in chunks]}
 
 

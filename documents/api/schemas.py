@@ -115,6 +115,22 @@ class SearchIn(Schema):
     )
 
 
+class RegionOut(Schema):
+    """A line box on the page, in fractions of its width and height (origin top
+    left)."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+
+REGIONS = (
+    "Where the text sits on its page, one box per line (empty without line "
+    "positions: Markdown and plain text)."
+)
+
+
 class ChunkOut(Schema):
     chunk_id: int
     document_id: int
@@ -123,6 +139,7 @@ class ChunkOut(Schema):
     text: str
     score: float
     metadata: dict
+    regions: list[RegionOut] = Field(description=REGIONS)
 
 
 class SearchOut(Schema):
@@ -140,6 +157,7 @@ class CitationOut(Schema):
     page_number: int
     chunk_id: int
     quote: str
+    regions: list[RegionOut] = Field(description=REGIONS)
 
 
 class AnswerOut(Schema):

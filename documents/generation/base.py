@@ -1,28 +1,45 @@
 """What every generator returns, and the interface generators implement."""
 
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
+from documents.generation.labels import CITATION, citation_label
 from documents.search.service import RetrievedChunk
 
 NO_REFERENCES = "\n\nNo references found"
-CITATION = re.compile(r"\[Document (\d+), Page (\d+)\]")
+NOTHING_ANSWERS = "No passage in the documents answers this question."
 
-
-def citation_label(document_id: int, page_number: int) -> str:
-    """The label get_pages prints for a page, used inline in answers."""
-    return f"[Document {document_id}, Page {page_number}]"
+__all__ = [
+    "CITATION",
+    "NO_REFERENCES",
+    "Answer",
+    "Citation",
+    "Generator",
+    "citation_label",
+    "finish",
+]
 
 
 @dataclass
 class Citation:
-    """A source an answer cites: the chunk and the passage it relied on."""
+    """A source an answer cites: the chunk, the passage it relied on and where
+    that passage is on the page (line boxes in fractions of the page, origin top
+    left; empty when the page has no line positions)."""
 
     document_id: int
     page_number: int
     chunk_id: int
     quote: str
+    regions: list[dict] = field(default_factory=list)
+    # The quote's span in the page text (end exclusive), when it was found.
+    start: int | None = None
+    end: int | None = None
+
+    def as_dict(self) -> dict:
+        """The citation as clients receive it (the span stays internal)."""
+        data = asdict(self)
+        del data["start"], data["end"]
+        return data
 
 
 @dataclass
@@ -35,11 +52,17 @@ class Answer:
     def as_dict(self) -> dict:
         return {
             "answer": self.text,
+            "citations": [citation.as_dict() for citation in self.citations],
+        }
+
+    def to_cache(self) -> dict:
+        return {
+            "answer": self.text,
             "citations": [asdict(citation) for citation in self.citations],
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Answer":
+    def from_cache(cls, data: dict) -> "Answer":
         return cls(
             text=data["answer"],
             citations=[Citation(**item) for item in data["citations"]],
@@ -47,9 +70,12 @@ class Answer:
 
 
 class Generator(Protocol):
-    """Writes an answer to `query` from retrieved chunks (best first)."""
+    """Writes an answer to `query` from retrieved chunks (best first);
+    `query_vector`, when given, is the query's embedding."""
 
-    def generate(self, query: str, chunks: list[RetrievedChunk]) -> Answer: ...
+    def generate(
+        self, query: str, chunks: list[RetrievedChunk], *, query_vector=None
+    ) -> Answer: ...
 
 
 def finish(text: str, citations: list[Citation]) -> Answer:
@@ -60,26 +86,5 @@ def finish(text: str, citations: list[Citation]) -> Answer:
     return Answer(text=text, citations=citations)
 
 
-def cited_in(text: str, chunks: list[RetrievedChunk], quote_chars: int = 300):
-    """Citations for the labels in `text` that name a retrieved chunk's page, in
-    order of first mention; labels naming no retrieved page are not citations."""
-    by_page: dict[tuple[int, int], RetrievedChunk] = {}
-    for chunk in chunks:
-        by_page.setdefault((chunk.document_id, chunk.page_number), chunk)
-    citations: list[Citation] = []
-    seen: set[tuple[int, int]] = set()
-    for match in CITATION.finditer(text):
-        key = (int(match.group(1)), int(match.group(2)))
-        chunk = by_page.get(key)
-        if chunk is None or key in seen:
-            continue
-        seen.add(key)
-        citations.append(
-            Citation(
-                document_id=chunk.document_id,
-                page_number=chunk.page_number,
-                chunk_id=chunk.chunk_id,
-                quote=chunk.text[:quote_chars].strip(),
-            )
-        )
-    return citations
+def refusal() -> Answer:
+    return finish(NOTHING_ANSWERS, [])

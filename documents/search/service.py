@@ -30,6 +30,8 @@ class RetrievedChunk:
     text: str
     score: float
     metadata: dict = field(default_factory=dict)
+    # Boxes of the page lines the passage covers (documents.regions), when asked.
+    regions: list[dict] = field(default_factory=list)
 
 
 def retrieve_chunks(

@@ -222,7 +222,7 @@ class GetPages(Tool):
     def description(self, channel: Channel) -> str:
         return (
             f"{super().description(channel)} At most {pages_cap(channel)} "
-            "pages per call."
+            f"pages per call.\n\n{schemas.UNTRUSTED_TEXT}"
         )
 
     def input_schema(self, channel: Channel) -> dict:
