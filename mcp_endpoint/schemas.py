@@ -13,6 +13,7 @@ from django.core.signals import setting_changed
 
 from documents import filters, listing
 from documents.models import Channel
+from documents.results import Answer, ChunkList, output_schema
 
 METADATA_FILTER_DESCRIPTION = (
     "Optional conditions on document metadata (fields combine with AND); null for "
@@ -107,83 +108,10 @@ def results_cap() -> int:
     return settings.MCP_MAX_RESULTS
 
 
-REGIONS_SCHEMA = {
-    "type": "array",
-    "description": REGIONS_DESCRIPTION,
-    "items": {
-        "type": "object",
-        "properties": {
-            "x0": {"type": "number", "minimum": 0, "maximum": 1},
-            "y0": {"type": "number", "minimum": 0, "maximum": 1},
-            "x1": {"type": "number", "minimum": 0, "maximum": 1},
-            "y1": {"type": "number", "minimum": 0, "maximum": 1},
-        },
-        "required": ["x0", "y0", "x1", "y1"],
-    },
-}
-
-CHUNKS_OUTPUT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "chunks": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "document_id": {"type": "integer"},
-                    "document_title": {"type": "string"},
-                    "chunk_id": {"type": "integer"},
-                    "page_number": {"type": "integer"},
-                    "text": {"type": "string"},
-                    "score": {"type": "number"},
-                    "metadata": {"type": "object"},
-                    "regions": REGIONS_SCHEMA,
-                },
-                "required": [
-                    "document_id",
-                    "chunk_id",
-                    "page_number",
-                    "text",
-                    "score",
-                    "metadata",
-                    "regions",
-                ],
-            },
-        }
-    },
-    "required": ["chunks"],
-}
-
-ANSWER_OUTPUT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "answer": {"type": "string"},
-        "citations": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "document_id": {"type": "integer"},
-                    "page_number": {"type": "integer"},
-                    "chunk_id": {"type": ["integer", "null"]},
-                    "quote": {"type": "string"},
-                    "regions": REGIONS_SCHEMA,
-                    "url": {
-                        "type": "string",
-                        "format": "uri",
-                        "description": (
-                            "A page a person can open to check the citation: the "
-                            "page image with the quoted lines highlighted and the "
-                            "quote beside it. Expires after a while."
-                        ),
-                    },
-                },
-                "required": ["document_id", "page_number", "quote", "regions"],
-            },
-        },
-    },
-    "required": ["answer", "citations"],
-}
+# retrieve_text_chunks' and rag_search's results, as documents.results defines
+# them for every caller.
+CHUNKS_OUTPUT_SCHEMA = output_schema(ChunkList)
+ANSWER_OUTPUT_SCHEMA = output_schema(Answer)
 
 CITATION_URLS_OUTPUT_SCHEMA = {
     "type": "object",

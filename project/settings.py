@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "ninja",
     "documents",
     "mcp_endpoint",
+    "playground",
     "signin",
     "demo",
 ]

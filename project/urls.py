@@ -8,7 +8,7 @@ from signin.urls import oauth_patterns
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
-    path("playground/", include("mcp_endpoint.playground_urls")),
+    path("playground/", include("playground.urls")),
     path("", include("signin.urls")),
     path("", include((oauth_patterns, "oauth2_provider"))),
 ]

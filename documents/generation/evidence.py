@@ -27,7 +27,7 @@ from documents.generation.vectors import embedded_text, vectors_for
 from documents.generation.words import FIGURES, answer_types, terms, typed
 from documents.ingestion import embeddings
 from documents.regions import PageSource, load_pages
-from documents.search.service import RetrievedChunk
+from documents.results import RetrievedChunk
 
 # Weights of the score, fitted on the questions of benchmarks/answers.py
 # (`--calibrate` prints the fit). The score is what ANSWER_MIN_SCORE compares.

@@ -5,7 +5,7 @@ from django.conf import settings
 from documents.generation import evidence as evidence_
 from documents.generation.base import Answer, finish, refusal
 from documents.generation.labels import citation_label, neutralise
-from documents.search.service import RetrievedChunk
+from documents.results import RetrievedChunk
 
 
 def cut(text: str, budget: int) -> str:

@@ -8,7 +8,10 @@ text is neutralised before any answer repeats it.
 
 import re
 
-CITATION = re.compile(r"\[Document (\d+), Page (\d+)\]")
+from documents.results import CITATION, citation_label
+
+__all__ = ["CITATION", "ELIDED", "citation_label", "keep_labels", "neutralise"]
+
 ELIDED = "[…]"
 
 _OPEN = r"[\[\(\{<«‹【〔〖〘［（｛＜]{1,3}"
@@ -22,11 +25,6 @@ LABEL_LIKE = re.compile(
     rf"{_OPEN}\s*{_DOCUMENT}\s*{_NUMBER}{_BETWEEN}{_PAGE}\s*{_PAGES}\s*{_CLOSE}",
     re.IGNORECASE,
 )
-
-
-def citation_label(document_id: int, page_number: int) -> str:
-    """The label get_pages prints for a page, used inline in answers."""
-    return f"[Document {document_id}, Page {page_number}]"
 
 
 def neutralise(text: str) -> str:

@@ -13,7 +13,8 @@ from documents.generation.base import Answer, Citation
 from documents.generation.chat import ChatGenerator, fence_sources
 from documents.generation.extractive import ExtractiveGenerator
 from documents.models import Channel, Document
-from documents.search.service import RetrievedChunk, retrieve_chunks
+from documents.results import RetrievedChunk
+from documents.search.service import retrieve_chunks
 from documents.search.testing import add_document
 from documents.services.channels import bump_corpus_version
 from documents.services.documents import create_document, ingest_document
@@ -67,8 +68,10 @@ def test_extractive_answer_quotes_sentences_and_cites_pages(guide):
         "page_number",
         "chunk_id",
         "quote",
+        "url",
         "regions",
     }
+    assert data["citations"][0]["url"] is None  # links are made by the MCP tool
 
 
 def test_no_matching_sentence_says_no_references_found(guide):
@@ -254,7 +257,13 @@ def test_chat_model_over_http_gets_fenced_sources_and_cites(
 def test_answer_round_trips_through_the_cache():
     """Answer.to_cache / from_cache keep text, citations, regions and spans;
     as_dict (what clients get) leaves the spans out."""
-    citation = Citation(1, 1, 5, "q", [{"x0": 0.1, "y0": 0.2, "x1": 0.3, "y1": 0.4}])
+    citation = Citation(
+        document_id=1,
+        page_number=1,
+        chunk_id=5,
+        quote="q",
+        regions=[{"x0": 0.1, "y0": 0.2, "x1": 0.3, "y1": 0.4}],
+    )
     citation.start, citation.end = 10, 11
     answer = Answer(text="x [Document 1, Page 1]", citations=[citation])
     assert Answer.from_cache(answer.to_cache()) == answer

@@ -13,7 +13,7 @@ from documents.regions import (
     locate,
     squeeze,
 )
-from documents.search.service import RetrievedChunk
+from documents.results import RetrievedChunk
 from documents.services.documents import create_document, ingest_document
 from documents.tests.pdf_lines import lines_for_page, page_size, pdfium_lines, union
 
@@ -22,6 +22,17 @@ BOOTS = (
     "The Boots self-locking nut is of one piece, all-metal construction designed "
     "to hold tight despite severe vibration."
 )
+
+
+def passage(chunk_id, document_id, page_number, text, score) -> RetrievedChunk:
+    return RetrievedChunk(
+        chunk_id=chunk_id,
+        document_id=document_id,
+        document_title="t",
+        page_number=page_number,
+        text=text,
+        score=score,
+    )
 
 
 def test_a_quote_is_found_whatever_its_whitespace():
@@ -121,9 +132,9 @@ def test_passages_get_the_boxes_of_their_lines(make_channel, fake_embedder):
         lines=[[0, 15, 0.1, 0.1, 0.5, 0.12], [16, 30, 0.1, 0.13, 0.5, 0.15]]
     )
     chunks = [
-        RetrievedChunk(1, document.pk, "t", 1, "Beta line two.", 1.0),
-        RetrievedChunk(2, document.pk, "t", 2, "Gamma.", 0.5),
-        RetrievedChunk(3, document.pk, "t", 7, "Gone.", 0.1),
+        passage(1, document.pk, 1, "Beta line two.", 1.0),
+        passage(2, document.pk, 2, "Gamma.", 0.5),
+        passage(3, document.pk, 7, "Gone.", 0.1),
     ]
     add_passage_regions(chunks)
     assert chunks[0].regions == [{"x0": 0.1, "y0": 0.13, "x1": 0.5, "y1": 0.15}]

@@ -4,9 +4,10 @@ from pgvector.django import CosineDistance
 
 from documents.filters import FilterError
 from documents.models import Channel, Chunk, Document
+from documents.results import RetrievedChunk
 from documents.search import legs
 from documents.search.fusion import reciprocal_rank_fusion
-from documents.search.service import RetrievedChunk, retrieve_chunks
+from documents.search.service import retrieve_chunks
 from documents.search.testing import add_document
 
 FIELDS = [

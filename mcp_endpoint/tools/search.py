@@ -1,7 +1,6 @@
 """Tools that search a channel: passages, and answers with citations."""
 
 import copy
-from dataclasses import asdict
 from typing import Annotated
 
 from asgiref.sync import sync_to_async
@@ -99,7 +98,7 @@ class RetrieveTextChunks(SearchTool):
 
     async def run(self, args: RetrieveTextChunksArgs, ctx: CallContext) -> ToolResult:
         chunks = await sync_to_async(_passages)(ctx.channel, args)
-        return json_result({"chunks": [asdict(chunk) for chunk in chunks]})
+        return json_result({"chunks": [chunk.model_dump() for chunk in chunks]})
 
 
 def _passages(channel: Channel, args: RetrieveTextChunksArgs) -> list:

@@ -16,11 +16,11 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from documents.models import Channel
+from documents.results import CITATION as CITATION_LABEL
 from mcp_endpoint import protocol
 from mcp_endpoint.protocol.eras import LATEST_LEGACY_VERSION
 from mcp_endpoint.registry import registry
 
-CITATION_LABEL = re.compile(r"\[Document (\d+), Page (\d+)\]")
 LONG_DATA_CHARS = 200
 WORD = re.compile(r"\w+", re.UNICODE)
 
