@@ -8,7 +8,7 @@ DATA ?= ../shared/data/scifact
 PYTHON_VERSION := $(shell cat .python-version)
 BOOTSTRAP_PYTHON := $(firstword $(wildcard $(HOME)/.pyenv/versions/$(PYTHON_VERSION)/bin/python) $(shell command -v python$(basename $(PYTHON_VERSION)) 2>/dev/null) $(shell command -v python3 2>/dev/null))
 
-.PHONY: install run test chromium bench bench-scifact bench-scale bench-ingest lint node
+.PHONY: install run test chromium bench bench-scifact bench-scale bench-ingest bench-answers lint node
 
 install: $(VENV)/.installed
 
@@ -52,6 +52,9 @@ bench-scale: install
 
 bench-ingest: install
 	$(PY) benchmarks/ingest.py
+
+bench-answers: install
+	$(PY) benchmarks/answers.py
 
 .PHONY: bench-load bench-faults bench-abuse
 bench-load: install

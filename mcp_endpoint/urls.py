@@ -1,6 +1,6 @@
 from django.urls import path
 
-from mcp_endpoint import auth, discovery, views
+from mcp_endpoint import auth, citation_pages, discovery, views
 
 urlpatterns = [
     # No redirect between the two spellings: clients refuse APPEND_SLASH's
@@ -8,6 +8,16 @@ urlpatterns = [
     path("mcp/<slug:channel_slug>", views.mcp, name="mcp"),
     path("mcp/<slug:channel_slug>/", views.mcp),
     path("citations/<str:token>", views.citation, name="mcp_citation"),
+    path(
+        "citations/<str:token>/page",
+        citation_pages.citation_page,
+        name="mcp_citation_page",
+    ),
+    path(
+        "citations/<str:token>/image",
+        citation_pages.citation_page_image,
+        name="mcp_citation_image",
+    ),
     path(
         "mcp/<slug:channel_slug>/server-card",
         discovery.server_card_view,

@@ -30,19 +30,17 @@ from django.views.decorators.csrf import csrf_exempt
 from documents.access import AccessDenied, Admission, aadmit, client_address
 from mcp_endpoint import auth, citations, protocol
 from mcp_endpoint.protocol.errors import (
+    BODY_TOO_LARGE,
     DATABASE_UNAVAILABLE,
+    FORBIDDEN,
     INTERNAL_ERROR,
     INVALID_REQUEST,
+    RATE_LIMITED,
+    UNAUTHORIZED,
 )
 
 logger = logging.getLogger("mcp_endpoint")
 
-# Transport-level refusals carry a JSON-RPC error without id; codes from the
-# implementation-defined range.
-UNAUTHORIZED = -32001
-FORBIDDEN = -32003
-TOO_LARGE = -32004
-RATE_LIMITED = -32005
 SSE_PING_SECONDS = 15
 # Where project.asgi leaves the admission it made before reading the body.
 ADMISSION_KEY = "quire.admission"
@@ -194,7 +192,7 @@ async def _serve(
     log.key = admission.label
 
     limit = settings.MCP_MAX_BODY_BYTES
-    too_large = _refusal(413, TOO_LARGE, f"The body is larger than {limit} bytes.")
+    too_large = _refusal(413, BODY_TOO_LARGE, f"The body is larger than {limit} bytes.")
     try:
         if int(request.headers.get("Content-Length") or 0) > limit:
             return too_large, "too large"

@@ -21,11 +21,11 @@ from django.contrib.messages import middleware as messages
 from django.contrib.sessions import middleware as sessions
 from django.middleware import clickjacking, common, csp, csrf, security
 
-MCP_PATH = "/mcp/"  # mcp_endpoint.urls: mcp/<channel>
+from documents.models import MCP_PATH_PREFIX
 
 
 def _machine_request(request) -> bool:
-    return request.path_info.startswith(MCP_PATH)
+    return request.path_info.startswith(MCP_PATH_PREFIX)
 
 
 class InlineHooks:

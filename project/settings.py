@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "ninja",
     "documents",
     "mcp_endpoint",
+    "playground",
     "signin",
     "demo",
 ]
@@ -164,6 +165,8 @@ TASKS = {
 # S3 when STORAGE_BACKEND=s3 (see README).
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(DATA_DIR / "media")))
 MEDIA_URL = "/media/"
+# Lifetime of citation links (and, with S3, of the presigned URLs behind them).
+CITATION_URL_MAX_AGE = env_int("CITATION_URL_MAX_AGE", 3600, minimum=60)
 _storage_backend = env_choice("STORAGE_BACKEND", "filesystem", ["filesystem", "s3"])
 if _storage_backend == "s3":
     _file_storage = {
@@ -172,7 +175,7 @@ if _storage_backend == "s3":
             "bucket_name": env_str("AWS_STORAGE_BUCKET_NAME"),
             "endpoint_url": env_str("AWS_S3_ENDPOINT_URL") or None,
             "querystring_auth": True,
-            "querystring_expire": env_int("CITATION_URL_MAX_AGE", 3600, minimum=60),
+            "querystring_expire": CITATION_URL_MAX_AGE,
             "file_overwrite": False,
         },
     }
@@ -221,7 +224,6 @@ CHUNK_OVERLAP = env_int("CHUNK_OVERLAP", 150, minimum=0)
 EMBEDDING_BACKEND = env_choice(
     "EMBEDDING_BACKEND", "onnx-minilm", ["onnx-minilm", "openai"]
 )
-EMBEDDING_DIMENSIONS = 384  # fixed by the Chunk.embedding column and its HNSW index
 EMBEDDING_BASE_URL = env_str("EMBEDDING_BASE_URL")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL")
 EMBEDDING_API_KEY_ENV = env_str("EMBEDDING_API_KEY_ENV", "EMBEDDING_API_KEY")
@@ -242,7 +244,6 @@ MCP_MAX_RESULTS = env_int("MCP_MAX_RESULTS", 50, minimum=1)
 MCP_LIST_LIMIT_MAX = env_int("MCP_LIST_LIMIT_MAX", 100, minimum=1)
 # Ceiling over every channel's own get_pages cap (Channel.max_pages_per_call).
 MCP_MAX_PAGES_PER_CALL = env_int("MCP_MAX_PAGES_PER_CALL", 50, minimum=1)
-CITATION_URL_MAX_AGE = env_int("CITATION_URL_MAX_AGE", 3600, minimum=60)
 # Ceiling over every channel's own chat-model timeout (Channel.generator_timeout).
 CHAT_MODEL_TIMEOUT = env_float("CHAT_MODEL_TIMEOUT", 30.0, minimum=1.0)
 # The only chat-model endpoints the server will call (project.env.env_chat_endpoints).
@@ -366,6 +367,14 @@ AXES_VERBOSE = False
 AXES_CLIENT_IP_CALLABLE = "project.middleware.axes_client_address"
 # project.middleware.AxesMiddleware is axes' middleware, under another name.
 SILENCED_SYSTEM_CHECKS = ["axes.W002"]
+
+# Answers (documents.generation). The extractive answer stops at about this many
+# characters (its first sentence is always quoted, cut at the budget if longer).
+ANSWER_MAX_CHARS = env_int("ANSWER_MAX_CHARS", 500, minimum=100)
+# Evidence scoring below this means "No references found" (extractive and chat).
+# Calibrated for the default embedder on benchmarks/answers.py's questions
+# (`--calibrate`); another embedder may need its own value.
+ANSWER_MIN_SCORE = env_float("ANSWER_MIN_SCORE", 0.38, minimum=0.0)
 
 LOGGING = {
     "version": 1,

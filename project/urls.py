@@ -11,10 +11,9 @@ urlpatterns = [
     path("favicon.ico", views.favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
-    path("playground/", include("mcp_endpoint.playground_urls")),
+    path("playground/", include("playground.urls")),
     path("", include("signin.urls")),
     path("", include((oauth_patterns, "oauth2_provider"))),
-    path("", include("documents.urls")),
 ]
 if settings.MCP_ENABLED:
     urlpatterns.append(path("", include("mcp_endpoint.urls")))

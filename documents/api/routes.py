@@ -1,7 +1,5 @@
 """The REST routes: one router, mounted at /api/ by project.api."""
 
-from dataclasses import asdict
-
 from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
 from django.http import Http404, HttpRequest, HttpResponse
@@ -20,22 +18,21 @@ from documents.api.auth import (
 )
 from documents.api.schemas import (
     AnswerIn,
-    AnswerOut,
     ChannelDetailOut,
     ChannelOut,
-    DocumentListOut,
     DocumentListQuery,
     DocumentOut,
     FeedbackIn,
     FeedbackOut,
     PageOut,
     SearchIn,
-    SearchOut,
     responses,
 )
 from documents.filters import filter_schema
 from documents.limits import TooComplex, parse_json
 from documents.models import Channel, Document, Page
+from documents.regions import add_passage_regions
+from documents.results import Answer, ChunkList, DocumentPage
 from documents.search.service import retrieve_chunks
 from documents.services import documents as document_services
 from documents.services.feedback import submit_feedback
@@ -125,7 +122,7 @@ def get_channel(request: HttpRequest, slug: str):
 
 @router.get(
     "/channels/{slug}/documents",
-    response=responses({200: DocumentListOut}),
+    response=responses({200: DocumentPage}),
     tags=["documents"],
 )
 def list_channel_documents(
@@ -281,7 +278,7 @@ def get_page_image(request: HttpRequest, slug: str, document_id: int, number: in
 
 
 @router.post(
-    "/channels/{slug}/search", response=responses({200: SearchOut}), tags=["search"]
+    "/channels/{slug}/search", response=responses({200: ChunkList}), tags=["search"]
 )
 def search(request: HttpRequest, slug: str, body: SearchIn):
     """The best passages for a query, as retrieve_text_chunks returns them."""
@@ -293,11 +290,15 @@ def search(request: HttpRequest, slug: str, body: SearchIn):
         metadata_filter=body.metadata_filter,
         limit=body.limit,
     )
-    return {"chunks": [asdict(chunk) for chunk in chunks]}
+    add_passage_regions(chunks)
+    return {"chunks": [chunk.model_dump() for chunk in chunks]}
 
 
 @router.post(
-    "/channels/{slug}/answer", response=responses({200: AnswerOut}), tags=["search"]
+    "/channels/{slug}/answer",
+    response=responses({200: Answer}),
+    tags=["search"],
+    by_alias=True,  # Answer.text is sent as "answer"
 )
 def answer(request: HttpRequest, slug: str, body: AnswerIn):
     """An answer citing its sources inline as [Document <id>, Page <n>]."""

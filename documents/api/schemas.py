@@ -1,10 +1,12 @@
-"""Request (`XIn`) and response (`XOut`) schemas of the REST API."""
+"""Request (`XIn`) and response (`XOut`) schemas of the REST API. The result
+shapes (passages, answers, document rows) are documents.results', shared with
+the services and the MCP tools."""
 
 from datetime import datetime
 from typing import Annotated
 
 from ninja import Field, Schema
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator
 
 from documents.limits import MAX_ID, MAX_OFFSET, check_depth, check_query
 
@@ -70,23 +72,6 @@ class DocumentOut(Schema):
     added_by: str = Field(description="The key or user that uploaded it, if any.")
 
 
-class DocumentSummaryOut(BaseModel):
-    """A row of list_documents: id, title, pages, then the filterable fields."""
-
-    # A plain pydantic model: ninja's Schema would drop the channel's own fields.
-    model_config = ConfigDict(extra="allow")
-    id: int
-    title: str
-    number_of_pages: int
-
-
-class DocumentListOut(Schema):
-    total_count: int
-    offset: int
-    limit: int
-    results: list[DocumentSummaryOut]
-
-
 class DocumentListQuery(Schema):
     metadata_filter: str | None = Field(
         None, description='JSON object, e.g. {"kind": "guide"}; see the channel.'
@@ -115,36 +100,10 @@ class SearchIn(Schema):
     )
 
 
-class ChunkOut(Schema):
-    chunk_id: int
-    document_id: int
-    document_title: str
-    page_number: int
-    text: str
-    score: float
-    metadata: dict
-
-
-class SearchOut(Schema):
-    chunks: list[ChunkOut]
-
-
 class AnswerIn(Schema):
     query: Query
     document_ids: DocumentIds = None
     metadata_filter: Filter = None
-
-
-class CitationOut(Schema):
-    document_id: int
-    page_number: int
-    chunk_id: int
-    quote: str
-
-
-class AnswerOut(Schema):
-    answer: str
-    citations: list[CitationOut]
 
 
 class FeedbackIn(Schema):

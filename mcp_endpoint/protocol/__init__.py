@@ -34,7 +34,7 @@ from mcp_endpoint.protocol.errors import (
     JsonRpcError,
 )
 from mcp_endpoint.protocol.methods import BOTH, METHODS, server_info
-from mcp_endpoint.registry import CallContext
+from mcp_endpoint.registry import CallContext, registry
 
 __all__ = ["BOTH", "METHODS", "JsonRpcError", "Reply", "handle_post"]
 
@@ -140,13 +140,20 @@ async def handle_post(
     try:
         version = headers.get("mcp-protocol-version") or "2025-03-26"
         client_capabilities: dict = {}
+        # A tool call's tool and schema, resolved once for the ladder and the call.
+        target = (
+            await registry.resolve_tool(channel, tool_name)
+            if method == "tools/call"
+            else None
+        )
         if era == "modern":
             version, client_capabilities = await run_modern_ladder(
-                message, raw_headers, channel
+                message, raw_headers, target
             )
         elif method == "initialize":
             version = params.get("protocolVersion") or LATEST_LEGACY_VERSION
         ctx = _context(params, era, version, client_capabilities, emit, **call)
+        ctx.tool_target = target
         entry = METHODS.get(method)
         if entry is None or era not in entry[1]:
             raise JsonRpcError(METHOD_NOT_FOUND, "Method not found", method)

@@ -14,6 +14,7 @@ from documents import listing
 from documents.filters import FilterError
 from documents.limits import MAX_ID, MAX_OFFSET, MAX_PAGE
 from documents.models import Channel, Document, Page
+from documents.results import citation_label
 from mcp_endpoint import schemas
 from mcp_endpoint.citations import citation_url
 from mcp_endpoint.registry import (
@@ -134,7 +135,7 @@ def _read_pages(
     _check_reply_size(document, pages, kind)
     content: list[dict] = []
     for page in pages:
-        content.append(text_block(f"[Document {document.pk}, Page {page.number}]"))
+        content.append(text_block(citation_label(document.pk, page.number)))
         if kind in ("text", "both"):
             if page.has_text and page.text.strip():
                 content.append(text_block(page.text))
@@ -222,7 +223,7 @@ class GetPages(Tool):
     def description(self, channel: Channel) -> str:
         return (
             f"{super().description(channel)} At most {pages_cap(channel)} "
-            "pages per call."
+            f"pages per call.\n\n{schemas.UNTRUSTED_TEXT}"
         )
 
     def input_schema(self, channel: Channel) -> dict:

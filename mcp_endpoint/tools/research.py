@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from documents.limits import check_query
 from documents.models import Channel, Document, Page
+from documents.results import citation_label
 from documents.search import service
 from mcp_endpoint.citations import citation_url
 from mcp_endpoint.registry import CallContext, Tool, ToolError, ToolResult
@@ -107,7 +108,7 @@ def _fetch(ctx: CallContext, item_id: str) -> dict:
     budget = settings.MCP_REPLY_MAX_BYTES // 2
     parts, size, cut = [], 0, None
     for page in pages.only("number", "text"):
-        part = f"[Document {document.pk}, Page {page.number}]\n{page.text}"
+        part = f"{citation_label(document.pk, page.number)}\n{page.text}"
         if size + len(part) > budget and parts:
             cut = page.number
             break

@@ -3,6 +3,7 @@ result beside the exact MCP reply, errors as the agent sees them, and its CSP.""
 
 import html
 import json
+import re
 
 import pytest
 
@@ -131,9 +132,10 @@ def test_chunks_show_title_page_score_and_highlight_escaped_text(staff, handbook
     assert f"/admin/documents/document/{holiday}/pages/1/" in page
 
 
-def test_rag_search_links_citations_to_their_pages(staff, handbook):
-    """The answer's [Document <id>, Page <n>] labels link to the page preview,
-    and the citations are listed with their quotes."""
+def test_rag_search_citations_open_the_cited_page(staff, handbook):
+    """The answer's [Document <id>, Page <n>] labels and the listed citations
+    (with their quotes) link to the citation's page view: the page with the
+    quoted lines highlighted."""
     response = run(
         staff,
         tool="rag_search",
@@ -142,9 +144,19 @@ def test_rag_search_links_citations_to_their_pages(staff, handbook):
     )
     holiday = doc_id("Holiday policy")
     page = response.content.decode()
-    link = f'<a class="citation" href="/admin/documents/document/{holiday}/pages/1/">'
+    citation = response.context["citations"][0]
+    assert citation["document_id"] == holiday
+    assert re.fullmatch(
+        r"http://testserver/citations/[^/]+/page#quote", citation["url"]
+    )
+    link = f'<a class="citation" href="{citation["url"]}">'
     assert link + f"[Document {holiday}, Page 1]</a>" in page
-    assert response.context["citations"][0]["document_id"] == holiday
+    assert page.count(link) == 2  # in the answer and in the list
+    opened = staff.get(
+        citation["url"].removeprefix("http://testserver")[: -len("#quote")]
+    )
+    assert opened.status_code == 200
+    assert "twenty five days" in opened.content.decode()
     arguments = response.context["call"].request["params"]["arguments"]
     assert arguments["metadata_filter"] == {"topic": "holidays"}
 

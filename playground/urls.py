@@ -1,6 +1,6 @@
 from django.urls import path
 
-from mcp_endpoint import playground
+from playground import views as playground
 
 app_name = "playground"
 

@@ -16,11 +16,11 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from documents.models import Channel
+from documents.results import CITATION as CITATION_LABEL
 from mcp_endpoint import protocol
 from mcp_endpoint.protocol.eras import LATEST_LEGACY_VERSION
 from mcp_endpoint.registry import registry
 
-CITATION_LABEL = re.compile(r"\[Document (\d+), Page (\d+)\]")
 LONG_DATA_CHARS = 200
 WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -151,13 +151,18 @@ def page_url(document_id: int | str, page_number: int | str) -> str:
     )
 
 
-def link_citations(text: str) -> SafeString:
-    """The answer escaped, its [Document <id>, Page <n>] labels made links."""
+def link_citations(
+    text: str, links: dict[tuple[int, int], str] | None = None
+) -> SafeString:
+    """The answer escaped, its [Document <id>, Page <n>] labels made links: to
+    `links[(document id, page)]` when given, else to the page preview."""
+    links = links or {}
 
     def link(match: re.Match) -> str:
+        key = (int(match.group(1)), int(match.group(2)))
         return format_html(
             '<a class="citation" href="{}">{}</a>',
-            page_url(match.group(1), match.group(2)),
+            links.get(key) or page_url(*key),
             match.group(0),
         )
 

@@ -1,4 +1,4 @@
-"""The staff playground: try a channel's MCP tools in the browser.
+"""The staff playground: try a channel's MCP tools in the browser (views).
 
 Staff pick a channel, filter values, a query and a tool; the page shows the
 results as people read them beside the exact JSON-RPC reply an MCP client would
@@ -19,9 +19,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from documents import access
 from documents.models import Channel
-from mcp_endpoint import playground_calls as calls
-from mcp_endpoint.playground_forms import PAGE_SIZE, PLAYGROUND_TOOLS, read_request
 from mcp_endpoint.registry import registry
+from playground import calls
+from playground.forms import PAGE_SIZE, PLAYGROUND_TOOLS, read_request
 
 # Stricter than the site's policy: the playground has no inline style either.
 PLAYGROUND_CSP = {
@@ -151,15 +151,22 @@ def _readable(asked, call: calls.ToolCall) -> dict:
         ]
         return {"chunks": chunks}
     if asked.tool == "rag_search":
+        # Citations open the page a person would get from the link: the page
+        # image with the quoted lines highlighted.
         citations = [
             {
                 **citation,
-                "url": calls.page_url(citation["document_id"], citation["page_number"]),
+                "url": citation.get("url")
+                or calls.page_url(citation["document_id"], citation["page_number"]),
             }
             for citation in data.get("citations", [])
         ]
+        links: dict[tuple[int, int], str] = {}
+        for citation in citations:
+            key = (citation["document_id"], citation["page_number"])
+            links.setdefault(key, citation["url"])
         return {
-            "answer_html": calls.link_citations(data.get("answer", "")),
+            "answer_html": calls.link_citations(data.get("answer", ""), links),
             "citations": citations,
         }
     if asked.tool == "list_documents":
