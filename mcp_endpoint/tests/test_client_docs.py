@@ -90,6 +90,33 @@ def each(lang: str):
     )
 
 
+def run(
+    command: list[str], *, timeout: float, **options
+) -> subprocess.CompletedProcess:
+    """subprocess.run in a session of its own, so whatever the command starts
+    (npx, a web server) goes when it times out."""
+    with subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **options,
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            _, stderr = process.communicate()
+            raise AssertionError(f"{command[:3]} timed out: {stderr}") from None
+        finally:
+            try:  # nothing it started outlives it
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
 def client_env() -> dict[str, str]:
     env = node_env()
     env.pop("DJANGO_SETTINGS_MODULE", None)  # the snippets are not Django code
@@ -121,12 +148,10 @@ def test_shell_snippets_run_as_written(quire_server, snippet):
     """Each shell block (the Inspector CLI: tools/list, tools/call, a resource
     in the 2026-07-28 era) exits 0 and prints what each call returned."""
     require_node()
-    done = subprocess.run(
+    done = run(
         ["bash", "-euo", "pipefail", "-c", snippet.for_server(quire_server)],
         cwd=live.REPO,
         env=client_env(),
-        capture_output=True,
-        text=True,
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
@@ -147,13 +172,7 @@ def inspector_with_config(config: Path, name: str, *args: str) -> dict:
     command += ["--server", name, "--connect-timeout", "120000"]
     for setting in plumbing:
         command += ["-e", setting]
-    done = subprocess.run(
-        [*command, *args],
-        env=client_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run([*command, *args], env=client_env(), timeout=300)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -169,12 +188,12 @@ def test_mcp_servers_entries_connect(quire_server, snippet, tmp_path):
     for name in json.loads(config.read_text())["mcpServers"]:
         if "mcp-remote" in snippet.body:  # fetched once, before the clock starts
             version = re.search(r"mcp-remote@[\d.]+", snippet.body).group()
-            subprocess.run(
+            fetched = run(
                 ["npx", "-y", "-p", version, "node", "-e", "0"],
                 env=client_env(),
-                check=True,
                 timeout=300,
             )
+            assert fetched.returncode == 0, fetched.stderr
         listed = inspector_with_config(config, name, "--method", "tools/list")
         assert QUIRE_TOOLS <= {tool["name"] for tool in listed["tools"]}
         stats = inspector_with_config(
@@ -187,12 +206,10 @@ def test_mcp_servers_entries_connect(quire_server, snippet, tmp_path):
 def test_python_snippets_run_as_written(quire_server, snippet, tmp_path):
     """Each Python block runs with the SDK and fastmcp the tests install, and
     prints what it fetched: tool names and a cited answer, or documents."""
-    done = subprocess.run(
+    done = run(
         [sys.executable, "-c", snippet.for_server(quire_server)],
         cwd=tmp_path,
         env=client_env(),
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
