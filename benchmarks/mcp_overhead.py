@@ -72,7 +72,7 @@ def prepare_perf_channel(corpus: list[dict]) -> Channel:
                     "name": "topics",
                     "type": "string_list",
                     "filterable": True,
-                    "enable_in_mcp_retrieve_chunks": True,
+                    "sent_with_chunks": True,
                 },
                 {"name": "published", "type": "date", "filterable": True},
                 {"name": "year", "type": "number", "filterable": True},

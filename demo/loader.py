@@ -1,7 +1,8 @@
 """Loads the demo channel with its documents, an admin login and a fresh API key.
 
 Idempotent: the channel is created once, documents are matched on their SHA-256
-so a second run adds nothing, and the admin password is kept in the data folder
+so a second run adds nothing (a demo file that changed replaces its older
+version), and the admin password is kept in the data folder
 so every run prints the same login. The plain API key is never stored, so each
 run revokes the previous demo key and creates a new one.
 """
@@ -22,7 +23,11 @@ from django.core.files import File
 from documents.access import Actor
 from documents.models import ApiKey, Channel, Document
 from documents.services.channels import create_channel
-from documents.services.documents import create_document, ingest_document
+from documents.services.documents import (
+    create_document,
+    delete_document,
+    ingest_document,
+)
 from documents.services.keys import create_api_key, revoke_api_key
 
 DEMO_DIR = Path(__file__).resolve().parent
@@ -83,6 +88,12 @@ def _ensure_document(
 ) -> Document:
     path = folder / item["file"]
     sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+    # A demo file that changed since the last run replaces its older version.
+    for outdated in Document.objects.filter(
+        channel=channel, original_filename=path.name
+    ).exclude(sha256=sha256):
+        delete_document(document=outdated, actor=DEMO_ACTOR)
+        log(f"Replacing {path.name} (the file changed)…")
     document = Document.objects.filter(channel=channel, sha256=sha256).first()
     if document is None:
         with path.open("rb") as handle:

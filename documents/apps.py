@@ -3,4 +3,6 @@ from django.apps import AppConfig
 
 class DocumentsConfig(AppConfig):
     name = "documents"
-    verbose_name = "Documents"
+    # The admin's heading over channels, documents, keys, feedback and the
+    # audit trail ("Documents" is one of them).
+    verbose_name = "Quire"

@@ -188,6 +188,7 @@ class ApiKeyForm(forms.ModelForm):
         "read and answer, and nothing more.",
     )
     expires_at = forms.DateTimeField(
+        label="Expires",
         required=False,
         widget=forms.DateTimeInput(
             attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"

@@ -24,75 +24,124 @@ class Channel(models.Model):
     """One document collection plus its configuration; served at /mcp/<slug>."""
 
     class RetrieverMode(models.TextChoices):
-        HYBRID = "hybrid", "Keyword and vector, fused"
-        KEYWORD = "keyword", "Keyword only"
-        VECTOR = "vector", "Vector only"
+        HYBRID = "hybrid", "Hybrid: keyword and vector, fused"
+        KEYWORD = "keyword", "Keyword only (BM25)"
+        VECTOR = "vector", "Vector only (embeddings)"
 
     class GeneratorKind(models.TextChoices):
-        EXTRACTIVE = "extractive", "Offline extractive answerer"
-        CHAT = "chat", "Chat model (OpenAI-compatible endpoint)"
+        EXTRACTIVE = "extractive", "Extractive (offline, quotes the passages)"
+        CHAT = "chat", "Chat model (an endpoint the operator declared)"
 
-    slug = models.SlugField(max_length=64, unique=True)
-    name = models.CharField(max_length=200)
-    description = models.TextField(blank=True)
+    slug = models.SlugField(
+        max_length=64,
+        unique=True,
+        help_text="The channel's MCP path is /mcp/ followed by the slug: letters, "
+        "digits, hyphens and underscores.",
+    )
+    name = models.CharField(
+        max_length=200,
+        help_text="MCP clients see the server's title as “Quire:” and this name.",
+    )
+    description = models.TextField(
+        blank=True,
+        help_text="What the channel holds. Part of the server instructions "
+        "when those are left empty.",
+    )
     mcp_instructions = models.TextField(
-        blank=True, help_text="Server instructions sent to MCP clients."
+        "server instructions",
+        blank=True,
+        help_text="Sent to MCP clients when they connect: what the collection "
+        "holds and how to search and cite it. Empty: Quire writes them from the "
+        "name and description.",
     )
 
     retriever_mode = models.CharField(
-        max_length=16, choices=RetrieverMode.choices, default=RetrieverMode.HYBRID
+        "mode",
+        max_length=16,
+        choices=RetrieverMode.choices,
+        default=RetrieverMode.HYBRID,
     )
     retriever_candidates = models.PositiveIntegerField(
+        "candidates per leg",
         default=100,
         validators=[MinValueValidator(1)],
-        help_text="Candidates each leg returns before fusion.",
+        help_text="How many chunks the keyword and the vector search each find "
+        "before fusion.",
     )
     retriever_top_k = models.PositiveIntegerField(
+        "chunks returned",
         default=8,
         validators=[MinValueValidator(1)],
-        help_text="Chunks returned to the caller by default.",
+        help_text="How many chunks a search returns when the client asks for no "
+        "number (a client may ask for up to MCP_MAX_RESULTS).",
     )
     # 20 rather than the RRF paper's 60: with two legs of ~100 candidates, a smaller
     # k rewards agreement near the top (measured on SciFact: README, Performance).
     retriever_rrf_k = models.PositiveIntegerField(
-        default=20, help_text="The k constant of reciprocal rank fusion."
+        "fusion constant (RRF k)",
+        default=20,
+        help_text="The k of reciprocal rank fusion: a smaller k rewards chunks "
+        "both searches rank near the top.",
     )
 
     generator_kind = models.CharField(
-        max_length=16, choices=GeneratorKind.choices, default=GeneratorKind.EXTRACTIVE
+        "written by",
+        max_length=16,
+        choices=GeneratorKind.choices,
+        default=GeneratorKind.EXTRACTIVE,
     )
     # One of the endpoints the operator declared (settings.CHAT_MODEL_ENDPOINTS):
     # a channel names an endpoint, never a URL or the variable holding its key.
     generator_endpoint = models.CharField(
+        "chat-model endpoint",
         max_length=64,
         blank=True,
         help_text="The chat-model endpoint, from those the operator declared.",
     )
-    generator_model = models.CharField(max_length=200, blank=True)
-    generator_temperature = models.FloatField(default=0.0)
-    generator_timeout = models.FloatField(default=30.0)
+    generator_model = models.CharField(
+        "chat model",
+        max_length=200,
+        blank=True,
+        help_text="A model the endpoint offers.",
+    )
+    generator_temperature = models.FloatField("temperature", default=0.0)
+    generator_timeout = models.FloatField(
+        "timeout (seconds)",
+        default=30.0,
+        help_text="How long the chat model may take to answer (at most "
+        "CHAT_MODEL_TIMEOUT).",
+    )
 
     newest_sort = models.JSONField(
+        "newest first by",
         default=list,
         blank=True,
-        help_text='Ordered list of {"field": ..., "direction": "asc"|"desc"} '
-        "that sorts documents newest first.",
+        help_text="The fields that sort documents newest first in "
+        "list_documents; later ones break ties. None: documents are listed in "
+        "upload order and list_documents has no newest_first argument.",
     )
     filterable_fields = models.JSONField(
+        "filters offered to MCP clients",
         default=list,
         blank=True,
-        help_text="Names of filterable fields MCP clients may filter on "
-        "(empty: all filterable fields).",
+        help_text="Of the fields marked filterable, the ones MCP clients may "
+        "filter on. None ticked: every filterable field.",
     )
     max_pages_per_call = models.PositiveIntegerField(
-        default=10, validators=[MinValueValidator(1)]
+        "page cap of get_pages",
+        default=10,
+        validators=[MinValueValidator(1)],
+        help_text="Most pages one get_pages call returns (never more than "
+        "MCP_MAX_PAGES_PER_CALL).",
     )
-    tool_list_documents = models.BooleanField(default=True)
-    tool_get_pages = models.BooleanField(default=True)
-    tool_get_citation_url = models.BooleanField(default=True)
-    tool_retrieve_text_chunks = models.BooleanField(default=True)
-    tool_rag_search = models.BooleanField(default=True)
-    tool_submit_feedback = models.BooleanField(default=True)
+    tool_list_documents = models.BooleanField("list_documents", default=True)
+    tool_get_pages = models.BooleanField("get_pages", default=True)
+    tool_get_citation_url = models.BooleanField("get_citation_url", default=True)
+    tool_retrieve_text_chunks = models.BooleanField(
+        "retrieve_text_chunks", default=True
+    )
+    tool_rag_search = models.BooleanField("rag_search", default=True)
+    tool_submit_feedback = models.BooleanField("submit_feedback", default=True)
     # `search` and `fetch`, the two tools deep-research clients call.
     tool_research = models.BooleanField(
         default=False,
@@ -138,9 +187,14 @@ class Channel(models.Model):
     )
 
     # Bumped on every change to the channel's documents or fields; part of cache keys.
-    corpus_version = models.PositiveBigIntegerField(default=0, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    corpus_version = models.PositiveBigIntegerField(
+        default=0,
+        editable=False,
+        help_text="Goes up with every change to the documents or the "
+        "configuration; cached answers and tool schemas follow it.",
+    )
+    created_at = models.DateTimeField("created", auto_now_add=True)
+    updated_at = models.DateTimeField("changed", auto_now=True)
 
     class Meta:
         ordering = ["slug"]
@@ -237,14 +291,32 @@ class MetadataField(models.Model):
         Channel, on_delete=models.CASCADE, related_name="metadata_fields"
     )
     name = models.SlugField(
-        max_length=64, allow_unicode=False, help_text="Key in documents' metadata."
+        max_length=64,
+        allow_unicode=False,
+        help_text="The key in each document's metadata.",
     )
     type = models.CharField(max_length=16, choices=FieldType.choices)
-    description = models.TextField(blank=True)
-    required = models.BooleanField(default=False)
-    filterable = models.BooleanField(default=False)
-    enable_in_mcp_retrieve_chunks = models.BooleanField(default=False)
-    position = models.PositiveIntegerField(default=0)
+    description = models.TextField(
+        blank=True,
+        help_text="Tells MCP clients (filter and listing schemas) and uploaders "
+        "what the field holds.",
+    )
+    required = models.BooleanField(
+        default=False, help_text="Every document needs a value."
+    )
+    filterable = models.BooleanField(
+        default=False, help_text="MCP clients may filter on it (metadata_filter)."
+    )
+    # The reference names it enable_in_mcp_retrieve_chunks; create_channel still
+    # takes that name (and the `retrieve` flag) as aliases.
+    sent_with_chunks = models.BooleanField(
+        default=False,
+        help_text="Its value comes with every chunk retrieve_text_chunks returns "
+        "(when no field is marked, all of a document's metadata does).",
+    )
+    position = models.PositiveIntegerField(
+        "order", default=0, help_text="Fields are listed in this order."
+    )
 
     class Meta:
         ordering = ["position", "id"]
@@ -280,24 +352,26 @@ class Document(models.Model):
     )
     title = models.CharField(max_length=500, blank=True)
     file = models.FileField(upload_to=document_upload_to, max_length=500)
-    original_filename = models.CharField(max_length=255)
+    original_filename = models.CharField("file name", max_length=255)
     content_type = models.CharField(max_length=100)
-    size = models.PositiveBigIntegerField(default=0)
-    sha256 = models.CharField(max_length=64, blank=True)
+    size = models.PositiveBigIntegerField(default=0, help_text="In bytes.")
+    sha256 = models.CharField("SHA-256", max_length=64, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
 
     status = models.CharField(
         max_length=16, choices=Status.choices, default=Status.PENDING
     )
-    status_reason = models.TextField(blank=True)
+    status_reason = models.TextField("reason", blank=True)
     has_text = models.BooleanField(
-        default=True, help_text="False when no page has extractable text (scanned)."
+        "text found",
+        default=True,
+        help_text="No when no page has extractable text (a scan, images only).",
     )
-    page_count = models.PositiveIntegerField(default=0)
-    chunk_count = models.PositiveIntegerField(default=0)
-    ingested_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    page_count = models.PositiveIntegerField("pages", default=0)
+    chunk_count = models.PositiveIntegerField("chunks", default=0)
+    ingested_at = models.DateTimeField("ingested", null=True, blank=True)
+    created_at = models.DateTimeField("added", auto_now_add=True)
+    updated_at = models.DateTimeField("changed", auto_now=True)
     # Who added it: a staff user, or an API key (REST uploads); neither for the
     # command line and the demo loader.
     created_by = models.ForeignKey(
@@ -481,7 +555,7 @@ class ApiKey(models.Model):
 
     name = models.CharField(max_length=200)
     prefix = models.CharField(
-        max_length=16, help_text="First characters of the key, to recognise it."
+        "key", max_length=16, help_text="First characters of the key, to recognise it."
     )
     digest = models.CharField(max_length=64, unique=True)
     channels = models.ManyToManyField(Channel, related_name="api_keys")
@@ -494,10 +568,12 @@ class ApiKey(models.Model):
         blank=True,
         related_name="+",
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField("created", auto_now_add=True)
+    last_used_at = models.DateTimeField("last used", null=True, blank=True)
+    revoked_at = models.DateTimeField("revoked", null=True, blank=True)
+    expires_at = models.DateTimeField(
+        "expires", null=True, blank=True, help_text="Empty: the key never expires."
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -526,7 +602,7 @@ class Feedback(models.Model):
     answer = models.TextField()
     score = models.SmallIntegerField()
     comment = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField("sent", auto_now_add=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -563,13 +639,17 @@ class AuditEvent(models.Model):
         OK = "ok", "Done"
         REFUSED = "refused", "Refused"
 
-    at = models.DateTimeField(default=timezone.now)
+    at = models.DateTimeField("time", default=timezone.now)
     action = models.CharField(max_length=32, choices=Action.choices)
     outcome = models.CharField(
         max_length=16, choices=Outcome.choices, default=Outcome.OK
     )
     actor = models.CharField(max_length=300, help_text="Who, as text.")
-    via = models.CharField(max_length=16, help_text="admin, rest, mcp, command...")
+    via = models.CharField(
+        "door",
+        max_length=16,
+        help_text="How the actor came in: admin, rest, mcp, command, demo...",
+    )
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -584,10 +664,10 @@ class AuditEvent(models.Model):
     channel = models.ForeignKey(
         Channel, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
-    channel_slug = models.CharField(max_length=64, blank=True)
+    channel_slug = models.CharField("channel", max_length=64, blank=True)
     object_type = models.CharField(max_length=32, blank=True)
     object_id = models.CharField(max_length=64, blank=True)
-    object_repr = models.CharField(max_length=300, blank=True)
+    object_repr = models.CharField("object", max_length=300, blank=True)
     detail = models.TextField(blank=True)
 
     class Meta:

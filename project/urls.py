@@ -2,10 +2,13 @@ from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 
+from project import views
 from project.api import api
 from signin.urls import oauth_patterns
 
 urlpatterns = [
+    path("", views.home, name="home"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("playground/", include("playground.urls")),

@@ -93,3 +93,33 @@ def test_load_demo_command_prints_login_mcp_url_and_key(
     raw_key = key_lines[0].removeprefix("API key: ")
     assert re.fullmatch(r"qk_[\w-]+", raw_key)
     assert admit("demo", raw_key, via="test").api_key
+
+
+def test_a_changed_demo_file_replaces_its_older_version(db, fake_embedder, tmp_path):
+    """Loading again after a demo file changed leaves one document of that name,
+    the new version, ready; the unchanged ones are kept as they were."""
+    demo = tmp_path / "demo"
+    (demo / "documents").mkdir(parents=True)
+    definition = json.loads(DEFINITION.read_text())
+    definition["documents"] = [
+        item for item in definition["documents"] if item["file"].endswith(".md")
+    ][:2]
+    (demo / "channel.json").write_text(json.dumps(definition))
+    for item in definition["documents"]:
+        source = DEMO_DIR / "documents" / item["file"]
+        (demo / "documents" / item["file"]).write_bytes(source.read_bytes())
+    password = tmp_path / "demo-admin.txt"
+    first = load_demo(definition=demo / "channel.json", password_file=password)
+    changed, kept = (document.original_filename for document in first.documents)
+    kept_id = first.documents[1].pk
+    with (demo / "documents" / changed).open("a") as handle:
+        handle.write("\nOne more paragraph, added since the last run.\n")
+    second = load_demo(definition=demo / "channel.json", password_file=password)
+    documents = Document.objects.filter(channel=second.channel)
+    assert sorted(documents.values_list("original_filename", flat=True)) == sorted(
+        [changed, kept]
+    )
+    replaced = documents.get(original_filename=changed)
+    assert replaced.status == Document.Status.READY
+    assert "One more paragraph" in replaced.pages.last().text
+    assert documents.get(original_filename=kept).pk == kept_id

@@ -1,5 +1,6 @@
-"""The Quire admin: channels, documents (upload, preview), API keys, feedback,
-the audit trail."""
+"""The Quire admin: channels, documents (upload, preview), API keys, sign-in
+grants, feedback, the audit trail. The site itself (name, landing page, list
+order) is project.admin's."""
 
 from documents.admin import (  # noqa: F401
     audit,

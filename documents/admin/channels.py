@@ -10,9 +10,15 @@ from django.forms.models import BaseInlineFormSet
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
+from django.utils.text import capfirst
 
 from documents import access
 from documents.admin.curation import actor
+from documents.admin.widgets import (
+    SORT_ROWS,
+    FilterableFieldsField,
+    NewestSortField,
+)
 from documents.models import Channel, Chunk, Document, MetadataField
 from documents.services.channels import record_channel_change
 from documents.services.documents import delete_channel
@@ -61,10 +67,10 @@ class MetadataFieldInline(admin.TabularInline):
         "description",
         "required",
         "filterable",
-        "enable_in_mcp_retrieve_chunks",
+        "sent_with_chunks",
     ]
     formfield_overrides = {
-        models.TextField: {"widget": forms.Textarea(attrs={"rows": 2, "cols": 40})}
+        models.TextField: {"widget": forms.Textarea(attrs={"rows": 2, "cols": 30})}
     }
 
 
@@ -75,9 +81,17 @@ class ChannelForm(forms.ModelForm):
     class Meta:
         model = Channel
         exclude: list[str] = []  # the admin's fieldsets decide
+        # A switch per tool, labelled with the tool's name as MCP clients see it
+        # (its verbose name, not capitalised).
+        labels = {
+            field.name: field.verbose_name
+            for field in Channel._meta.fields
+            if field.name.startswith("tool_")
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self._offer_own_fields()
         if "generator_endpoint" in self.fields:
             endpoints = sorted(settings.CHAT_MODEL_ENDPOINTS)
             self.fields["generator_endpoint"] = forms.ChoiceField(
@@ -90,6 +104,32 @@ class ChannelForm(forms.ModelForm):
                 "CHAT_MODEL_ENDPOINTS to offer chat models.",
             )
 
+    def _offer_own_fields(self) -> None:
+        """newest_sort and filterable_fields choose among the channel's fields
+        (the model fields keep their JSON and their validation)."""
+        fields = list(self.instance.metadata_fields.all()) if self.instance.pk else []
+        sort = self.instance.newest_sort
+        for name, field in [
+            (
+                "newest_sort",
+                NewestSortField(
+                    field_names=[field.name for field in fields],
+                    rows=max(SORT_ROWS, len(sort) if isinstance(sort, list) else 0),
+                ),
+            ),
+            (
+                "filterable_fields",
+                FilterableFieldsField(
+                    field_names=[field.name for field in fields if field.filterable]
+                ),
+            ),
+        ]:
+            if name in self.fields:
+                model_field = Channel._meta.get_field(name)
+                field.label = capfirst(model_field.verbose_name)
+                field.help_text = model_field.help_text
+                self.fields[name] = field
+
 
 ACCESS_FIELDS = ["curators", "curator_groups", "readers", "reader_groups"]
 
@@ -101,12 +141,11 @@ class ChannelAdmin(admin.ModelAdmin):
     filter_horizontal = ACCESS_FIELDS
     list_display = [
         "name",
-        "slug",
         "mcp_path",
         "document_total",
         "ready_total",
-        "retriever_mode",
-        "generator_kind",
+        "search_mode",
+        "answers",
     ]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
@@ -114,7 +153,7 @@ class ChannelAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["name", "slug", "description", "mcp_path"]}),
         (
-            "Retriever",
+            "Search",
             {
                 "fields": [
                     "retriever_mode",
@@ -125,7 +164,7 @@ class ChannelAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "Generator (rag_search)",
+            "Answers (rag_search)",
             {
                 "fields": [
                     "generator_kind",
@@ -137,22 +176,34 @@ class ChannelAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "MCP",
+            "MCP server",
             {
                 "fields": [
                     "mcp_instructions",
                     "newest_sort",
                     "filterable_fields",
                     "max_pages_per_call",
-                    "tool_list_documents",
-                    "tool_get_pages",
-                    "tool_get_citation_url",
-                    "tool_retrieve_text_chunks",
-                    "tool_rag_search",
-                    "tool_submit_feedback",
-                    "tool_research",
                     "listed",
                 ]
+            },
+        ),
+        (
+            "Tools",
+            {
+                "fields": [
+                    (
+                        "tool_list_documents",
+                        "tool_get_pages",
+                        "tool_get_citation_url",
+                    ),
+                    (
+                        "tool_retrieve_text_chunks",
+                        "tool_rag_search",
+                        "tool_submit_feedback",
+                    ),
+                    "tool_research",
+                ],
+                "description": "The tools this channel's MCP server offers.",
             },
         ),
         (
@@ -171,6 +222,7 @@ class ChannelAdmin(admin.ModelAdmin):
                 "Access",
                 {
                     "fields": ACCESS_FIELDS,
+                    "classes": ["collapse"],
                     "description": "Curators see and edit this channel and its "
                     "documents; readers may use it in the playground. Only "
                     "superusers change this list.",
@@ -202,9 +254,19 @@ class ChannelAdmin(admin.ModelAdmin):
     def ready_total(self, channel: Channel) -> int:
         return channel.ready_total
 
-    @admin.display(description="MCP endpoint")
+    @admin.display(description="MCP path")
     def mcp_path(self, channel: Channel) -> str:
         return channel.mcp_path if channel.slug else "-"
+
+    @admin.display(description="Search", ordering="retriever_mode")
+    def search_mode(self, channel: Channel) -> str:
+        return channel.retriever_mode  # hybrid, keyword or vector
+
+    @admin.display(description="Answers", ordering="generator_kind")
+    def answers(self, channel: Channel) -> str:
+        if channel.generator_kind == Channel.GeneratorKind.CHAT:
+            return f"{channel.generator_model} ({channel.generator_endpoint})"
+        return "extractive"
 
     def _allowed(self, request, obj) -> bool:
         return obj is None or access.can_curate(request.user, obj)

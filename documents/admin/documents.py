@@ -12,10 +12,10 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
-from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
 from documents.admin.curation import CuratedChannelFilter, CuratedChannelsAdmin, actor
+from documents.admin.display import badge, excerpt, human_size, short_datetime
 from documents.forms import (
     DocumentMetadataForm,
     UploadChannelForm,
@@ -39,11 +39,12 @@ class DocumentAdmin(CuratedChannelsAdmin):
         "id",
         "display_title",
         "channel",
-        "status",
+        "status_badge",
         "reason",
         "page_count",
         "chunk_count",
-        "created_at",
+        "size_display",
+        "added",
     ]
     list_display_links = ["id", "display_title"]
     list_filter = ["status", CuratedChannelFilter]
@@ -51,39 +52,85 @@ class DocumentAdmin(CuratedChannelsAdmin):
     list_per_page = 100
     search_fields = ["title", "original_filename"]
     actions = ["reingest_selected"]
-    fields = [
+    readonly_fields = [
         "channel",
         "title",
-        "original_filename",
         "original_link",
         "content_type",
-        "size",
+        "size_detail",
         "sha256",
+        "added_by",
+        "created_at",
+        "updated_at",
         "metadata_json",
-        "status",
+        "status_badge",
         "status_reason",
         "has_text",
         "page_count",
         "chunk_count",
         "page_links",
-        "added_by",
         "ingested_at",
-        "created_at",
-        "updated_at",
     ]
-    readonly_fields = fields
+
+    def get_fieldsets(self, request, obj=None):
+        ingestion = ["status_badge"]
+        if obj is not None and obj.status_reason:
+            ingestion.append("status_reason")
+        if obj is not None and (obj.page_count or obj.status == Document.Status.READY):
+            # Only pages that were read have text, chunks and previews.
+            ingestion += ["has_text", "page_count", "chunk_count", "page_links"]
+        if obj is not None and obj.ingested_at:
+            ingestion.append("ingested_at")
+        return [
+            (
+                None,
+                {
+                    "fields": [
+                        "channel",
+                        "title",
+                        "original_link",
+                        "content_type",
+                        "size_detail",
+                        "sha256",
+                        "metadata_json",
+                        "added_by",
+                        "created_at",
+                        "updated_at",
+                    ]
+                },
+            ),
+            ("Ingestion", {"fields": ingestion}),
+        ]
 
     # List columns
 
     @admin.display(description="Title", ordering="title")
     def display_title(self, document: Document) -> str:
-        return Truncator(str(document)).chars(80)
+        return excerpt(str(document), 70)
+
+    @admin.display(description="Status", ordering="status")
+    def status_badge(self, document: Document) -> str:
+        return badge(document.status, document.get_status_display())
 
     @admin.display(description="Reason")
     def reason(self, document: Document) -> str:
-        return Truncator(document.status_reason).chars(80)
+        # The whole reason is on the document's page (and on hover).
+        return excerpt(document.status_reason, 60) if document.status_reason else ""
+
+    @admin.display(description="Size", ordering="size")
+    def size_display(self, document: Document) -> str:
+        return human_size(document.size)
+
+    @admin.display(description="Added", ordering="created_at")
+    def added(self, document: Document) -> str:
+        return short_datetime(document.created_at, with_time=False)
 
     # Detail fields
+
+    @admin.display(description="Size")
+    def size_detail(self, document: Document) -> str:
+        size = human_size(document.size)
+        return size if document.size < 1024 else f"{size} ({document.size:,} bytes)"
 
     @admin.display(description="Added by")
     def added_by(self, document: Document) -> str:
@@ -99,14 +146,14 @@ class DocumentAdmin(CuratedChannelsAdmin):
         text = json.dumps(document.metadata, indent=2, ensure_ascii=False)
         return format_html("<pre class='quire-pre'>{}</pre>", text)
 
-    @admin.display(description="Original file")
+    @admin.display(description="File")
     def original_link(self, document: Document) -> str:
         if not document.file:
             return "-"
         url = reverse(self._url_name("original"), args=[document.pk])
         return format_html("<a href='{}'>{}</a>", url, document.original_filename)
 
-    @admin.display(description="Pages")
+    @admin.display(description="Page previews")
     def page_links(self, document: Document) -> str:
         pages = document.pages.order_by("number").values_list("number", "has_text")
         if not pages:

@@ -11,6 +11,7 @@ from django.utils.html import format_html
 
 from documents import access
 from documents.admin.curation import CuratedChannelsFilter, actor
+from documents.admin.display import badge, short_datetime
 from documents.forms import ApiKeyForm
 from documents.models import ApiKey, Channel
 from documents.services.keys import create_api_key, revoke_api_key, update_api_key
@@ -45,10 +46,10 @@ class ApiKeyAdmin(admin.ModelAdmin):
         "key_prefix",
         "channel_list",
         "scope_list",
-        "created_at",
-        "last_used_at",
-        "expires_at",
-        "state",
+        "created",
+        "last_used",
+        "expires",
+        "state_badge",
     ]
     list_filter = [KeyStateFilter, CuratedChannelsFilter]
     search_fields = ["name", "prefix"]
@@ -133,6 +134,22 @@ class ApiKeyAdmin(admin.ModelAdmin):
         if api_key.expires_at is not None and api_key.expires_at <= timezone.now():
             return "expired"
         return "active"
+
+    @admin.display(description="State")
+    def state_badge(self, api_key: ApiKey) -> str:
+        return badge(self.state(api_key))
+
+    @admin.display(description="Created", ordering="created_at")
+    def created(self, api_key: ApiKey) -> str:
+        return short_datetime(api_key.created_at, with_time=False)
+
+    @admin.display(description="Last used", ordering="last_used_at")
+    def last_used(self, api_key: ApiKey) -> str:
+        return short_datetime(api_key.last_used_at)
+
+    @admin.display(description="Expires", ordering="expires_at")
+    def expires(self, api_key: ApiKey) -> str:
+        return short_datetime(api_key.expires_at, with_time=False)
 
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data

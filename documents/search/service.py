@@ -117,7 +117,7 @@ _LOAD_SQL = f"""
            c.page_number, c.text,
            ARRAY(
                SELECT f.name FROM {MetadataField._meta.db_table} f
-               WHERE f.channel_id = %s AND f.enable_in_mcp_retrieve_chunks
+               WHERE f.channel_id = %s AND f.sent_with_chunks
                ORDER BY f.position, f.id
            )
     FROM {Chunk._meta.db_table} c

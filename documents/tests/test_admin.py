@@ -15,7 +15,7 @@ from django_tasks_db.management.commands import db_worker
 
 from documents.access import COMMAND_LINE, admit
 from documents.models import ApiKey, Channel, Document, Feedback, Page
-from documents.services.keys import create_api_key
+from documents.services.keys import create_api_key, revoke_api_key
 
 HOSTILE = "<script>alert('x')</script>"
 DEMO_PDF = (
@@ -64,8 +64,6 @@ def channel_form_data(**overrides) -> dict:
         "generator_temperature": "0",
         "generator_timeout": "30",
         "mcp_instructions": "",
-        "newest_sort": "[]",
-        "filterable_fields": "[]",
         "max_pages_per_call": "10",
         "tool_list_documents": "on",
         "tool_get_pages": "on",
@@ -102,9 +100,22 @@ def test_channel_is_created_with_its_metadata_fields_inline(admin_client):
     assert channel.tool_list_documents and not channel.tool_rag_search
 
 
-def test_channel_form_rejects_malformed_newest_sort(admin_client):
-    """newest_sort must be a list of {field, direction}; anything else is an error."""
-    data = channel_form_data(newest_sort='{"field": "published"}')
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"newest_sort_0": "published", "newest_sort_1": "sideways"},
+        {"newest_sort_0": "not a name", "newest_sort_1": "desc"},
+        {
+            "newest_sort_0": "published",
+            "newest_sort_2": "published",
+            "newest_sort_3": "asc",
+        },
+    ],
+)
+def test_channel_form_rejects_malformed_newest_sort(admin_client, row):
+    """Each newest_sort row is a field name and a direction (asc or desc), each
+    field once; anything else is an error and nothing is saved."""
+    data = channel_form_data(**row)
     response = admin_client.post(reverse("admin:documents_channel_add"), data)
     assert response.status_code == 200
     assert "newest_sort" in response.context["adminform"].form.errors
@@ -116,8 +127,9 @@ def test_channel_options_must_name_its_own_fields(admin_client):
     filterable_fields only filterable ones."""
     data = channel_form_data(
         **{
-            "newest_sort": '[{"field": "published", "direction": "desc"}]',
-            "filterable_fields": '["kind", "topics"]',
+            "newest_sort_0": "published",
+            "newest_sort_1": "desc",
+            "filterable_fields": ["kind", "topics"],
             "metadata_fields-TOTAL_FORMS": "2",
             "metadata_fields-0-name": "kind",
             "metadata_fields-0-type": "string",
@@ -143,7 +155,67 @@ def test_channel_options_must_name_its_own_fields(admin_client):
     }
     response = admin_client.post(reverse("admin:documents_channel_add"), data)
     assert response.status_code == 302
-    assert Channel.objects.get().metadata_fields.count() == 3
+    channel = Channel.objects.get()
+    assert channel.metadata_fields.count() == 3
+    assert channel.newest_sort == [{"field": "published", "direction": "desc"}]
+    assert channel.filterable_fields == ["kind", "topics"]
+
+
+def test_channel_form_offers_the_channels_own_fields(admin_client, make_channel):
+    """newest_sort is chosen from the channel's fields (a select per row, the
+    saved sort selected) and filterable_fields from its filterable fields (a
+    checkbox each, the saved ones ticked): no JSON to type."""
+    channel = make_channel(
+        fields=FIELDS, newest_sort=[{"field": "published", "direction": "asc"}]
+    )
+    channel.filterable_fields = ["kind"]
+    channel.save()
+    page = admin_client.get(
+        reverse("admin:documents_channel_change", args=[channel.pk])
+    )
+    assert page.status_code == 200
+    html = page.text
+    assert (
+        'name="newest_sort"' not in html and '<textarea name="newest_sort' not in html
+    )
+    first = re.search(r'<select name="newest_sort_0".*?</select>', html, re.S).group()
+    assert re.findall(r'<option value="([^"]*)"', first) == [
+        "",
+        *(f["name"] for f in FIELDS),
+    ]
+    assert '<option value="published" selected>' in first
+    direction = re.search(r'<select name="newest_sort_1".*?</select>', html, re.S)
+    assert '<option value="asc" selected>' in direction.group()
+    boxes = re.findall(
+        r'<input type="checkbox" name="filterable_fields" value="([^"]+)"( checked)?',
+        html,
+    )
+    assert boxes == [("kind", " checked")]  # the only filterable field
+    assert "channel_fields.js" in html  # keeps the choices in step with the rows
+
+
+def test_channel_page_speaks_in_human_labels(admin_client, make_channel):
+    """The channel form's labels are words a curator uses, the field rows show
+    "Sent with chunks" and "Delete?", and tools are named as MCP clients see
+    them."""
+    channel = make_channel(fields=FIELDS)
+    html = admin_client.get(
+        reverse("admin:documents_channel_change", args=[channel.pk])
+    ).text
+    for label in (
+        "Server instructions",
+        "Candidates per leg",
+        "Fusion constant (RRF k)",
+        "Newest first by",
+        "Filters offered to MCP clients",
+        "Page cap of get_pages",
+        "Sent with chunks",
+        "Delete?",
+        ">retrieve_text_chunks</label>",
+    ):
+        assert label in html, label
+    for generated in ("Mcp instructions", "Retriever rrf k", "retrieve chunks"):
+        assert generated not in html, generated
 
 
 def test_editing_a_channel_bumps_its_corpus_version(admin_client, make_channel):
@@ -209,6 +281,64 @@ def test_document_changelist_stays_bounded_with_thousands_of_documents(
     full = admin_client.get(url)
     assert "1200 documents" in full.text
     assert "No extractable text." in full.text
+
+
+def test_document_list_reads_at_a_glance(admin_client, make_channel):
+    """Statuses are badges, sizes human, long reasons shortened (whole on hover
+    and on the document's page); "Text found" shows only for documents whose
+    pages were read."""
+    channel = make_channel()
+    reason = (
+        "The PDF is truncated: the file ends early (an incomplete upload or "
+        "download?). Upload the file again; if it fails again, export it anew."
+    )
+    failed = make_document(
+        channel,
+        1,
+        status=Document.Status.FAILED,
+        status_reason=reason,
+        page_count=0,
+        chunk_count=0,
+        size=17,
+    )
+    ready = make_document(channel, 2, size=713_992)
+    listing = admin_client.get(reverse("admin:documents_document_changelist")).text
+    assert "<span class='quire-badge quire-badge-bad'>Failed</span>" in listing
+    assert "<span class='quire-badge quire-badge-good'>Ready</span>" in listing
+    assert "697.3 KB" in listing and "17 bytes" in listing
+    assert f"title='{reason}'" in listing.replace("&#x27;", "'")
+    assert reason not in listing.replace(f"title='{reason}'", "")
+    failed_page = admin_client.get(
+        reverse("admin:documents_document_change", args=[failed.pk])
+    ).text
+    assert reason in failed_page
+    assert "Text found" not in failed_page
+    ready_page = admin_client.get(
+        reverse("admin:documents_document_change", args=[ready.pk])
+    ).text
+    assert "Text found" in ready_page
+    assert "697.3 KB (713,992 bytes)" in ready_page
+
+
+def test_api_key_list_shows_each_keys_state(admin_client, make_channel):
+    """The key list has its State column, a badge per key: active, revoked,
+    expired."""
+    channel = make_channel()
+    create_api_key(actor=COMMAND_LINE, name="live", channels=[channel])
+    revoked = create_api_key(actor=COMMAND_LINE, name="gone", channels=[channel])
+    revoke_api_key(actor=COMMAND_LINE, api_key=revoked.api_key)
+    create_api_key(
+        actor=COMMAND_LINE,
+        name="old",
+        channels=[channel],
+        expires_at=timezone.now() - timedelta(days=1),
+    )
+    listing = admin_client.get(reverse("admin:documents_apikey_changelist")).text
+    assert "column-state_badge" in listing
+    for state, tone in (("active", "good"), ("revoked", "bad"), ("expired", "quiet")):
+        assert f"<span class='quire-badge quire-badge-{tone}'>{state}</span>" in (
+            listing
+        )
 
 
 def test_document_list_and_detail_escape_document_text(admin_client, make_channel):

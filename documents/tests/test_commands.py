@@ -1,3 +1,4 @@
+import json
 from io import StringIO
 
 import pytest
@@ -37,7 +38,7 @@ def test_create_channel_from_options(db):
     assert channel.newest_sort == [{"field": "published", "direction": "desc"}]
     rows = list(
         channel.metadata_fields.values_list(
-            "name", "type", "filterable", "required", "enable_in_mcp_retrieve_chunks"
+            "name", "type", "filterable", "required", "sent_with_chunks"
         )
     )
     assert rows == [
@@ -54,6 +55,33 @@ def test_create_channel_from_a_definition_file(db):
     channel = Channel.objects.get(slug="library")
     assert channel.metadata_fields.filter(name="published", type="date").exists()
     assert not channel.documents.exists()
+
+
+def test_create_channel_takes_the_older_names_of_sent_with_chunks(db, tmp_path):
+    """The flag is sent_with_chunks; `retrieve` (this command's older flag) and
+    enable_in_mcp_retrieve_chunks (the reference's name, in a definition) still
+    set it."""
+    run("create_channel", "flags", "--field", "team:string:sent_with_chunks")
+    definition = tmp_path / "channel.json"
+    definition.write_text(
+        json.dumps(
+            {
+                "slug": "reference",
+                "name": "Reference",
+                "fields": [
+                    {
+                        "name": "team",
+                        "type": "string",
+                        "enable_in_mcp_retrieve_chunks": True,
+                    }
+                ],
+            }
+        )
+    )
+    run("create_channel", "--definition", str(definition))
+    for slug in ("flags", "reference"):
+        field = Channel.objects.get(slug=slug).metadata_fields.get()
+        assert field.sent_with_chunks
 
 
 @pytest.mark.parametrize(

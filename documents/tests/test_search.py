@@ -13,7 +13,7 @@ from documents.search.testing import add_document
 FIELDS = [
     {"name": "team", "type": "string", "filterable": True},
     {"name": "year", "type": "number", "filterable": True},
-    {"name": "region", "type": "string", "enable_in_mcp_retrieve_chunks": True},
+    {"name": "region", "type": "string", "sent_with_chunks": True},
 ]
 
 
@@ -66,11 +66,11 @@ def test_each_mode_ranks_the_matching_chunk_first(wiki, mode):
 
 
 def test_metadata_shows_marked_fields_or_everything(wiki):
-    """Chunk metadata holds the fields marked enable_in_mcp_retrieve_chunks, or all
+    """Chunk metadata holds the fields marked sent_with_chunks, or all
     the document's metadata when none is marked."""
     result = retrieve_chunks(wiki, "travel expenses")[0]
     assert result.metadata == {"region": "us"}
-    wiki.metadata_fields.update(enable_in_mcp_retrieve_chunks=False)
+    wiki.metadata_fields.update(sent_with_chunks=False)
     result = retrieve_chunks(wiki, "travel expenses")[0]
     assert result.metadata == {"team": "finance", "year": 2024, "region": "us"}
 

@@ -36,7 +36,7 @@ def build_handbook(make):
             {
                 "name": "team",
                 "type": "string",
-                "enable_in_mcp_retrieve_chunks": True,
+                "sent_with_chunks": True,
             },
         ],
         newest_sort=[{"field": "year", "direction": "desc"}],

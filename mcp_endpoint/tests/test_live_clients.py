@@ -267,6 +267,26 @@ def modern_headers(server) -> list[tuple[str, str]]:
     ]
 
 
+@pytest.mark.parametrize("with_key", [True, False])
+def test_a_trailing_slash_gets_the_same_answer_from_the_live_server(
+    quire_server, with_key
+):
+    """Through the whole stack (the checks made before the body is read
+    included), /mcp/<slug>/ answers as /mcp/<slug> does: JSON-RPC, not an HTML
+    page."""
+    headers = dict(modern_headers(quire_server))
+    if not with_key:
+        del headers["Authorization"]
+    body = json.dumps(modern_list_message())
+    plain, slashed = (
+        httpx.post(url, content=body, headers=headers, timeout=30)
+        for url in (quire_server.demo_url, quire_server.demo_url + "/")
+    )
+    assert plain.status_code == slashed.status_code == (200 if with_key else 401)
+    assert slashed.headers["content-type"] == "application/json"
+    assert slashed.json() == plain.json()
+
+
 def test_duplicate_routing_headers_are_refused(quire_server):
     """A routing header sent twice is -32020 (read from the raw header lines)."""
     headers = [*modern_headers(quire_server), ("Mcp-Method", "tools/list")]

@@ -72,6 +72,22 @@ def test_unknown_channel_is_404(handbook_key):
     assert response.status_code == 404
 
 
+@pytest.mark.parametrize("with_key, status", [(True, 200), (False, 401)])
+def test_a_trailing_slash_gets_the_same_json_rpc_answer(
+    handbook, handbook_key, with_key, status
+):
+    """/mcp/<slug>/ answers exactly as /mcp/<slug> does (a result with a key, the
+    JSON-RPC 401 without one), never an HTML page."""
+    key = handbook_key if with_key else None
+    plain = McpClient("handbook", key)
+    slashed = McpClient("handbook", key)
+    slashed.path += "/"
+    answers = [client.send("tools/list") for client in (plain, slashed)]
+    assert [answer.status_code for answer in answers] == [status, status]
+    assert answers[1]["Content-Type"] == "application/json"
+    assert json.loads(answers[1].content) == json.loads(answers[0].content)
+
+
 @pytest.mark.parametrize("key", [None, "qk_not-a-key"])
 def test_unknown_channel_without_a_valid_key_is_401(handbook, key):
     """Without a valid key an unknown slug looks like a known one (401), so

@@ -1,10 +1,18 @@
-"""manage.py runquire: the web server (uvicorn, ASGI) and the ingestion worker.
+"""manage.py runquire: the web server (uvicorn, ASGI) and the ingestion workers.
 
-Both run as child processes of this command; Ctrl-C (or SIGTERM) stops both.
-With --demo the demo channel is loaded first and the admin login, the MCP URL
-and a fresh API key are printed once the server answers.
+They run as child processes of this command; Ctrl-C (SIGINT to the process
+group, as a terminal sends it) or SIGTERM stops them all, and the command exits
+with status 0. With --demo the demo channel is loaded first and the admin
+login, the MCP URL and a fresh API key are printed once the server answers.
+
+Started from a terminal by another program (`make run`), the command moves its
+processes into a process group of their own and gives that group the terminal,
+so Ctrl-C reaches Quire's processes and not the program that started them:
+make then ends with the command's status instead of dying of the signal and
+printing an error. The terminal goes back to make's group on the way out.
 """
 
+import os
 import signal
 import socket
 import subprocess
@@ -12,6 +20,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -23,14 +33,60 @@ STARTUP_TIMEOUT = 120.0
 # uvicorn's protocol with deadlines for slow clients and connection caps.
 HTTP_PROTOCOL = "project.http_guard:GuardedHttpToolsProtocol"
 STOP_TIMEOUT = 10.0
+# After Ctrl-C the children got the signal too: how long they have to finish
+# before they are sent one themselves.
+GRACE_AFTER_SIGINT = 5.0
 
 
 class Stop(Exception):
-    """SIGTERM arrived: shut the children down like Ctrl-C does."""
+    """SIGINT or SIGTERM arrived: stop the children and exit with status 0."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
 def _raise_stop(signum, frame):
-    raise Stop
+    raise Stop(signum)
+
+
+def _ignore(signals) -> None:
+    for signum in signals:
+        signal.signal(signum, signal.SIG_IGN)
+
+
+@contextmanager
+def own_terminal() -> Iterator[None]:
+    """Give this process's new process group the controlling terminal, when it
+    has one and another program's group holds it; give it back on exit."""
+    try:
+        tty = os.open("/dev/tty", os.O_RDWR)
+    except OSError:  # no controlling terminal
+        yield
+        return
+    try:
+        previous = os.getpgrp()
+        if os.tcgetpgrp(tty) != previous or previous == os.getpid():
+            # In the background, or already leading the terminal's group (a
+            # shell started us directly): Ctrl-C already reaches only us.
+            yield
+            return
+        # From a background group, tcsetpgrp would stop us with SIGTTOU; a
+        # stopped group holding the terminal (Ctrl-Z) would leave make waiting
+        # on a terminal nobody can type into.
+        signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+        signal.signal(signal.SIGTSTP, signal.SIG_IGN)
+        os.setpgid(0, 0)
+        os.tcsetpgrp(tty, os.getpgrp())
+        try:
+            yield
+        finally:
+            try:
+                os.tcsetpgrp(tty, previous)
+            except OSError:
+                pass  # make's group is gone already
+    finally:
+        os.close(tty)
 
 
 class Command(BaseCommand):
@@ -57,10 +113,49 @@ class Command(BaseCommand):
 
     def handle(self, *args, host, port, demo, worker, **options):
         self._check_port(host, port)
-        base_url = f"http://{host}:{port}"
-        site = load_demo(log=self.stdout.write) if demo else None
-        connections.close_all()
+        with own_terminal():
+            self._serve(host, port, demo, worker)
 
+    def _serve(self, host: str, port: int, demo: bool, worker: bool) -> None:
+        # Handlers of our own, whatever this process inherited (a background
+        # job of a script starts with SIGINT ignored; its children would not).
+        previous = {
+            signum: signal.signal(signum, _raise_stop)
+            for signum in (signal.SIGINT, signal.SIGTERM)
+        }
+        children: dict[str, subprocess.Popen] = {}
+        try:
+            base_url = f"http://{host}:{port}"
+            site = load_demo(log=self.stdout.write) if demo else None
+            connections.close_all()
+            for name, command in self._commands(host, port, worker).items():
+                children[name] = subprocess.Popen(command, cwd=settings.BASE_DIR)
+            self._wait_until_serving(f"{base_url}/admin/login/", children)
+            lines = describe(site, base_url) if site else [f"Admin: {base_url}/admin/"]
+            self.stdout.write("")
+            for line in ["Quire is running.", *lines, "Press Ctrl-C to stop."]:
+                self.stdout.write(line)
+            self.stdout.flush()
+            name, status = self._wait_for_exit(children)
+        except Stop as stop:
+            _ignore(previous)  # a second Ctrl-C must not cut the stop short
+            # Ctrl-C reached the children too: they get time to finish first.
+            # A SIGTERM was meant for this process alone.
+            grace = GRACE_AFTER_SIGINT if stop.signum == signal.SIGINT else 0.0
+            self._stop(children, grace=grace)
+            self.stdout.write("Quire stopped.")
+            return
+        finally:
+            _ignore(previous)
+            self._stop(children, grace=0.0)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        raise CommandError(
+            f"The {name} process exited with status {status}; Quire stopped."
+        )
+
+    @staticmethod
+    def _commands(host: str, port: int, worker: bool) -> dict[str, list[str]]:
         commands = {
             "web": [
                 sys.executable,
@@ -86,29 +181,7 @@ class Command(BaseCommand):
                 "--no-reload",
                 "--no-startup-delay",
             ]
-        previous = signal.signal(signal.SIGTERM, _raise_stop)
-        children: dict[str, subprocess.Popen] = {}
-        exit_code = 0
-        try:
-            for name, command in commands.items():
-                children[name] = subprocess.Popen(command, cwd=settings.BASE_DIR)
-            self._wait_until_serving(f"{base_url}/admin/login/", children)
-            lines = describe(site, base_url) if site else [f"Admin: {base_url}/admin/"]
-            self.stdout.write("")
-            for line in ["Quire is running.", *lines, "Press Ctrl-C to stop."]:
-                self.stdout.write(line)
-            self.stdout.flush()
-            exit_code = self._wait_for_exit(children)
-        except KeyboardInterrupt:
-            # The terminal sent SIGINT to the children too: let them finish first.
-            self._stop(children, grace=3.0)
-        except Stop:
-            pass
-        finally:
-            self._stop(children, grace=0.0)
-            signal.signal(signal.SIGTERM, previous)
-        if exit_code:
-            raise CommandError(f"A Quire process exited with status {exit_code}.")
+        return commands
 
     def _check_port(self, host: str, port: int) -> None:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -136,15 +209,13 @@ class Command(BaseCommand):
                 time.sleep(0.3)
         raise CommandError(f"The server did not answer at {url} in time.")
 
-    def _wait_for_exit(self, children: dict) -> int:
+    @staticmethod
+    def _wait_for_exit(children: dict) -> tuple[str, int]:
+        """The first child to exit on its own, and its status."""
         while True:
             for name, child in children.items():
                 if child.poll() is not None:
-                    self.stderr.write(
-                        f"The {name} process exited with status {child.returncode}; "
-                        "stopping."
-                    )
-                    return child.returncode or 1
+                    return name, child.returncode
             time.sleep(0.5)
 
     def _stop(self, children: dict, *, grace: float) -> None:

@@ -12,12 +12,19 @@ from documents.services.channels import create_channel
 FIELD_FLAGS = {
     "filterable": "filterable",
     "required": "required",
-    "retrieve": "enable_in_mcp_retrieve_chunks",
+    "sent_with_chunks": "sent_with_chunks",
+}
+# Older names of the same flags: `retrieve` (this command's, before), and the
+# reference's attribute name, in definitions.
+FLAG_ALIASES = {
+    "retrieve": "sent_with_chunks",
+    "enable_in_mcp_retrieve_chunks": "sent_with_chunks",
 }
 
 
 def parse_field(spec: str) -> dict:
-    """`name:type[:flag,flag]`, flags among filterable, required, retrieve."""
+    """`name:type[:flag,flag]`, flags among filterable, required,
+    sent_with_chunks (or its older name, retrieve)."""
     parts = spec.split(":")
     if len(parts) not in (2, 3) or not all(parts[:2]):
         raise CommandError(
@@ -32,6 +39,7 @@ def parse_field(spec: str) -> dict:
         )
     field = {"name": name, "type": kind}
     for flag in filter(None, (parts[2] if len(parts) == 3 else "").split(",")):
+        flag = FLAG_ALIASES.get(flag, flag)
         if flag not in FIELD_FLAGS:
             raise CommandError(
                 f"--field {spec!r}: unknown flag {flag!r}; use "
@@ -68,7 +76,8 @@ class Command(BaseCommand):
             default=[],
             metavar="NAME:TYPE[:FLAGS]",
             help="A metadata field, e.g. published:date:filterable or "
-            "topics:string_list:filterable,retrieve. Repeat for more fields.",
+            "topics:string_list:filterable,sent_with_chunks (flags: filterable, "
+            "required, sent_with_chunks). Repeat for more fields.",
         )
         parser.add_argument(
             "--newest-sort",
@@ -92,6 +101,12 @@ class Command(BaseCommand):
             except (OSError, ValueError) as exc:
                 raise CommandError(f"Cannot read {definition}: {exc}") from None
             spec.pop("documents", None)
+            spec["fields"] = [
+                {FLAG_ALIASES.get(key, key): value for key, value in field.items()}
+                if isinstance(field, dict)
+                else field
+                for field in spec.get("fields", [])
+            ]
             if slug:
                 spec["slug"] = slug
         elif slug:
@@ -117,5 +132,5 @@ class Command(BaseCommand):
         )
         self.stdout.write(
             f"Created channel {channel.slug!r} “{channel.name}” "
-            f"with fields: {fields or 'none'}. MCP path: /mcp/{channel.slug}"
+            f"with fields: {fields or 'none'}. MCP path: {channel.mcp_path}"
         )

@@ -1,0 +1,57 @@
+"""How the admin's lists show values: status badges, short dates with the full
+one on hover, excerpts with the full text on hover, human sizes."""
+
+from datetime import datetime
+
+from django.template.defaultfilters import filesizeformat
+from django.utils import formats, timezone
+from django.utils.html import format_html
+from django.utils.text import Truncator
+
+# The colour of a badge, by what its word means.
+TONES = {
+    "ready": "good",
+    "active": "good",
+    "ok": "good",
+    "processing": "busy",
+    "pending": "quiet",
+    "expired": "quiet",
+    "failed": "bad",
+    "revoked": "bad",
+    "refused": "bad",
+}
+
+
+def badge(value: str, label: str | None = None) -> str:
+    """`label` (or `value`) in a coloured pill picked by `value`."""
+    return format_html(
+        "<span class='quire-badge quire-badge-{}'>{}</span>",
+        TONES.get(value, "quiet"),
+        label or value,
+    )
+
+
+def short_datetime(value: datetime | None, *, with_time: bool = True) -> str:
+    """2026-11-30 16:45 (or just the date), the full date and time on hover."""
+    if value is None:
+        return "-"
+    local = timezone.localtime(value)
+    return format_html(
+        "<time datetime='{}' title='{}'>{}</time>",
+        value.isoformat(),
+        formats.date_format(local, "DATETIME_FORMAT"),
+        local.strftime("%Y-%m-%d %H:%M" if with_time else "%Y-%m-%d"),
+    )
+
+
+def excerpt(text: str, chars: int) -> str:
+    """The start of `text`, the whole of it on hover when it was cut."""
+    short = Truncator(text).chars(chars)
+    if short == text:
+        return text or "-"
+    return format_html("<span title='{}'>{}</span>", text, short)
+
+
+def human_size(size: int) -> str:
+    """1.2 MB, 713.4 KB, 17 bytes."""
+    return filesizeformat(size).replace("\xa0", " ")
