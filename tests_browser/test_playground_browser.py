@@ -43,11 +43,12 @@ def csp_violations(page) -> list[str]:
 
 
 def test_staff_reach_the_playground_from_the_admin(page, site):
-    """From the admin's channel list, the Playground link leads to the channel
-    chooser and on to the channel's form; nothing breaks the CSP on the way."""
+    """From the admin's channel list, the Playground link in the header leads to
+    the channel chooser and on to the channel's form; nothing breaks the CSP on
+    the way."""
     log_in(page, site)
     page.goto("/admin/documents/channel/")
-    page.click(".object-tools a[href='/playground/']")
+    page.click(".quire-nav a[href='/playground/']")
     page.wait_for_url("**/playground/")
     page.click(f"a[href='/playground/{site.slug}/']")
     page.wait_for_url(f"**/playground/{site.slug}/")

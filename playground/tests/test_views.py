@@ -39,7 +39,8 @@ def test_channel_list_and_choice(staff, handbook, papers):
 
 
 def test_admin_channel_list_links_to_the_playground(staff, handbook):
-    """The channel list in the admin has a Playground link."""
+    """The channel list in the admin has a Playground link (in the header every
+    admin page shares)."""
     response = staff.get("/admin/documents/channel/")
     assert b'href="/playground/"' in response.content
 
