@@ -38,29 +38,13 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import stack  # noqa: E402
 
+from documents.tests.fixtures import pdf_from_objects  # noqa: E402
+
 SLUG = "abuse"
 BIG = 200 * 1024 * 1024
 
 
 # --- Files a hostile user would upload -----------------------------------------
-
-
-def pdf(objects: list[bytes], root: int = 1) -> bytes:
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        root,
-        xref,
-    )
-    return bytes(out)
 
 
 def _stream(deflated: bytes) -> bytes:
@@ -92,7 +76,7 @@ def _pages_pdf(
         b" ".join(b"%d 0 R" % kid for kid in kids),
         len(kids),
     )
-    return pdf(objects)
+    return pdf_from_objects(objects)
 
 
 def rectangles_pdf(pages: int = 40, per_page: int = 1_000_000) -> bytes:

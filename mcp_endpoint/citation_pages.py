@@ -1,5 +1,5 @@
-"""The page a citation link opens: the page image with the quoted lines
-highlighted, the quote beside it, and a link to the original at that page.
+"""What a citation link opens: the original file (at its page), or the page
+image with the quoted lines highlighted and the quote beside it.
 
 Served to whoever holds the signed, expiring link (like the links to
 originals); nothing else is reachable from it.
@@ -19,14 +19,16 @@ from django.http import (
 )
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_safe
 
 from mcp_endpoint import citations
 
 
-def _cited(token: str) -> citations.CitedPage | HttpResponse:
+def _refusal(token: str, read):
+    """What `read(token)` returns, or the page that says why the link no
+    longer opens."""
     try:
-        target = citations.read_citation_token(token)
+        return read(token)
     except signing.SignatureExpired:
         return HttpResponseGone("This link has expired; ask for a new one.")
     except signing.BadSignature:
@@ -35,10 +37,34 @@ def _cited(token: str) -> citations.CitedPage | HttpResponse:
         return HttpResponseForbidden(
             "The key (or account) this link was made for no longer has access."
         )
+
+
+def _cited(token: str) -> citations.CitedPage | HttpResponse:
+    target = _refusal(token, citations.read_citation_token)
+    if isinstance(target, HttpResponse):
+        return target
     cited = citations.cited_page(target)
     if cited is None:
         return HttpResponseGone("This page is no longer available.")
     return cited
+
+
+@require_safe
+def citation(request: HttpRequest, token: str) -> HttpResponse:
+    """The original file behind a signed citation link (PDFs honour #page=<n>)."""
+    document = _refusal(token, citations.document_for_token)
+    if isinstance(document, HttpResponse):
+        return document
+    if document is None:
+        return HttpResponseGone("This document is no longer available.")
+    presigned = citations.stored_file_url(document)
+    if presigned is not None:
+        return HttpResponseRedirect(presigned)
+    return FileResponse(
+        document.file.open("rb"),
+        content_type=document.content_type or "application/octet-stream",
+        filename=document.original_filename,
+    )
 
 
 @require_GET

@@ -7,7 +7,7 @@ urlpatterns = [
     # redirect of a POST. Both answer alike (project.prechecks reads both).
     path("mcp/<slug:channel_slug>", views.mcp, name="mcp"),
     path("mcp/<slug:channel_slug>/", views.mcp),
-    path("citations/<str:token>", views.citation, name="mcp_citation"),
+    path("citations/<str:token>", citation_pages.citation, name="mcp_citation"),
     path(
         "citations/<str:token>/page",
         citation_pages.citation_page,

@@ -1,4 +1,4 @@
-"""HTTP transport of the MCP endpoint (stateless Streamable HTTP) and citation links.
+"""HTTP transport of the MCP endpoint (stateless Streamable HTTP).
 
 Access checks come first (Origin, method, key, rate limit, size), then the
 JSON-RPC message goes to `protocol.handle_post`. Answers are JSON, or SSE when
@@ -12,23 +12,18 @@ import time
 from collections.abc import AsyncIterator
 
 from django.conf import settings
-from django.core import signing
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import (
-    FileResponse,
     HttpRequest,
     HttpResponse,
-    HttpResponseForbidden,
-    HttpResponseGone,
-    HttpResponseRedirect,
     JsonResponse,
     StreamingHttpResponse,
 )
 from django.views.decorators.csrf import csrf_exempt
 
 from documents.access import AccessDenied, Admission, aadmit, client_address
-from mcp_endpoint import auth, citations, protocol
+from mcp_endpoint import auth, protocol
 from mcp_endpoint.protocol.errors import (
     BODY_TOO_LARGE,
     DATABASE_UNAVAILABLE,
@@ -286,27 +281,3 @@ async def _stream(body: bytes, call: dict, log: CallLog) -> tuple[HttpResponse, 
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response, ""
-
-
-def citation(request: HttpRequest, token: str) -> HttpResponse:
-    """The original file behind a signed citation link (PDFs honour #page=<n>)."""
-    try:
-        document = citations.document_for_token(token)
-    except signing.SignatureExpired:
-        return HttpResponseGone("This link has expired; ask for a new one.")
-    except signing.BadSignature:
-        return HttpResponseForbidden("This link is not valid.")
-    except citations.GrantEnded:
-        return HttpResponseForbidden(
-            "The key (or account) this link was made for no longer has access."
-        )
-    if document is None:
-        return HttpResponseGone("This document is no longer available.")
-    presigned = citations.stored_file_url(document)
-    if presigned is not None:
-        return HttpResponseRedirect(presigned)
-    return FileResponse(
-        document.file.open("rb"),
-        content_type=document.content_type or "application/octet-stream",
-        filename=document.original_filename,
-    )

@@ -73,14 +73,18 @@ class Window:
         return max(1, math.ceil(self.length.total_seconds() - elapsed))
 
 
-def _bump(table: str, key_column: str, key: str, bucket: str, start) -> int:
+def _bump(model, key: str, bucket: str, window: Window) -> int:
+    """Add one to the count of `key` (a subject, or an address) in `bucket`
+    for `window`; the new count."""
+    table = model._meta.db_table
+    key_column = "subject" if model is RateLimitWindow else "address"
     with connection.cursor() as cursor:
         cursor.execute(
             f"""INSERT INTO {table} ({key_column}, bucket, window_start, count)
                 VALUES (%s, %s, %s, 1)
                 ON CONFLICT ({key_column}, bucket, window_start)
                 DO UPDATE SET count = {table}.count + 1 RETURNING count""",
-            [key, bucket, start],
+            [key, bucket, window.start],
         )
         (count,) = cursor.fetchone()
     return count
@@ -99,13 +103,7 @@ def count_request(subject: str) -> Window | None:
     window = Window.requests()
     if not window.counting:
         return None
-    count = _bump(
-        RateLimitWindow._meta.db_table,
-        "subject",
-        subject,
-        RateLimitWindow.Bucket.REQUESTS,
-        window.start,
-    )
+    count = _bump(RateLimitWindow, subject, RateLimitWindow.Bucket.REQUESTS, window)
     if count == 1:
         clear_old_windows(subject=subject, window=window)
     return window if window.exceeded(count) else None
@@ -117,13 +115,7 @@ def count_write(subject: str) -> Window | None:
     window = Window.writes()
     if not window.counting:
         return None
-    count = _bump(
-        RateLimitWindow._meta.db_table,
-        "subject",
-        subject,
-        RateLimitWindow.Bucket.WRITES,
-        window.start,
-    )
+    count = _bump(RateLimitWindow, subject, RateLimitWindow.Bucket.WRITES, window)
     return window if window.exceeded(count) else None
 
 
@@ -145,13 +137,7 @@ def failures_from(address: str) -> int:
 def count_failure(address: str) -> int:
     """Count one failed authentication from `address`; the window's new count."""
     window = Window.failures()
-    count = _bump(
-        AddressWindow._meta.db_table,
-        "address",
-        address,
-        AddressWindow.Bucket.FAILURES,
-        window.start,
-    )
+    count = _bump(AddressWindow, address, AddressWindow.Bucket.FAILURES, window)
     if count == 1:
         AddressWindow.objects.filter(window_start__lt=window.start - HOUR).delete()
     return count
@@ -161,11 +147,5 @@ def count_registration(address: str) -> Window | None:
     """Count one client registration from `address`; the window when the hourly
     limit is passed, else None."""
     window = Window.registrations()
-    count = _bump(
-        AddressWindow._meta.db_table,
-        "address",
-        address,
-        AddressWindow.Bucket.REGISTRATIONS,
-        window.start,
-    )
+    count = _bump(AddressWindow, address, AddressWindow.Bucket.REGISTRATIONS, window)
     return window if window.exceeded(count) else None

@@ -13,7 +13,7 @@ from django.utils.http import urlencode
 from django.utils.text import capfirst
 
 from documents import access
-from documents.admin.curation import actor
+from documents.admin.curation import RowPermissions, actor
 from documents.admin.widgets import (
     SORT_ROWS,
     FilterableFieldsField,
@@ -135,7 +135,7 @@ ACCESS_FIELDS = ["curators", "curator_groups", "readers", "reader_groups"]
 
 
 @admin.register(Channel)
-class ChannelAdmin(admin.ModelAdmin):
+class ChannelAdmin(RowPermissions, admin.ModelAdmin):
     form = ChannelForm
     inlines = [MetadataFieldInline]
     filter_horizontal = ACCESS_FIELDS
@@ -270,19 +270,6 @@ class ChannelAdmin(admin.ModelAdmin):
 
     def _allowed(self, request, obj) -> bool:
         return obj is None or access.can_curate(request.user, obj)
-
-    def has_view_permission(self, request, obj=None):
-        return super().has_view_permission(request, obj) and self._allowed(request, obj)
-
-    def has_change_permission(self, request, obj=None):
-        return super().has_change_permission(request, obj) and self._allowed(
-            request, obj
-        )
-
-    def has_delete_permission(self, request, obj=None):
-        return super().has_delete_permission(request, obj) and self._allowed(
-            request, obj
-        )
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)

@@ -38,7 +38,29 @@ class CuratedChannelsFilter(CuratedChannelFilter):
     field_path = "channels"
 
 
-class CuratedChannelsAdmin(admin.ModelAdmin):
+class RowPermissions:
+    """Django's model permissions, and on top the row's own check: a
+    ModelAdmin mixin whose `_allowed(request, obj)` says whether this user may
+    see (and so change or delete) `obj`."""
+
+    def _allowed(self, request, obj) -> bool:
+        raise NotImplementedError
+
+    def has_view_permission(self, request, obj=None):
+        return super().has_view_permission(request, obj) and self._allowed(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and self._allowed(
+            request, obj
+        )
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and self._allowed(
+            request, obj
+        )
+
+
+class CuratedChannelsAdmin(RowPermissions, admin.ModelAdmin):
     """A ModelAdmin for rows that belong to a channel (`channel_field`)."""
 
     channel_field = "channel"
@@ -57,19 +79,6 @@ class CuratedChannelsAdmin(admin.ModelAdmin):
         if obj is None:
             return True
         return self.get_queryset(request).filter(pk=obj.pk).exists()
-
-    def has_view_permission(self, request, obj=None):
-        return super().has_view_permission(request, obj) and self._allowed(request, obj)
-
-    def has_change_permission(self, request, obj=None):
-        return super().has_change_permission(request, obj) and self._allowed(
-            request, obj
-        )
-
-    def has_delete_permission(self, request, obj=None):
-        return super().has_delete_permission(request, obj) and self._allowed(
-            request, obj
-        )
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "channel":

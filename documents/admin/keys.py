@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from documents import access
-from documents.admin.curation import CuratedChannelsFilter, actor
+from documents.admin.curation import CuratedChannelsFilter, RowPermissions, actor
 from documents.admin.display import badge, short_datetime
 from documents.forms import ApiKeyForm
 from documents.models import ApiKey, Channel
@@ -39,7 +39,7 @@ class KeyStateFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(RowPermissions, admin.ModelAdmin):
     form = ApiKeyForm
     list_display = [
         "name",
@@ -80,14 +80,6 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     def _allowed(self, request, obj) -> bool:
         return obj is None or self.get_queryset(request).filter(pk=obj.pk).exists()
-
-    def has_view_permission(self, request, obj=None):
-        return super().has_view_permission(request, obj) and self._allowed(request, obj)
-
-    def has_change_permission(self, request, obj=None):
-        return super().has_change_permission(request, obj) and self._allowed(
-            request, obj
-        )
 
     def has_delete_permission(self, request, obj=None):
         # Keys are revoked, never deleted: the audit trail keeps naming them.
