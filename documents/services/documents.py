@@ -16,7 +16,7 @@ from django.db import transaction
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
-from documents.ingestion import embeddings
+from documents.ingestion import embeddings, formats
 from documents.ingestion.chunking import TextChunk, chunk_pages
 from documents.ingestion.files import (
     delete_files,
@@ -26,11 +26,8 @@ from documents.ingestion.files import (
     store_page_images,
 )
 from documents.ingestion.parsed import ParsedDocument, UnreadableFile
-from documents.ingestion.parsers import (
-    SUPPORTED_DESCRIPTION,
-    parse_file,
-    resolve_content_type,
-)
+from documents.ingestion.parsers import parse_file
+from documents.ingestion.titles import file_title
 from documents.metadata import clean_metadata
 from documents.models import Channel, Chunk, Document, Page
 from documents.search import indexing
@@ -88,12 +85,18 @@ def create_document(
         errors.append("The file needs a name.")
     if content_type is None:
         content_type = getattr(file, "content_type", None)
-    canonical_type = resolve_content_type(content_type, name)
-    if canonical_type is None:
-        errors.append(
-            f"{name or 'The file'}: unsupported file type "
-            f"({content_type or 'unknown'}). Upload a {SUPPORTED_DESCRIPTION}."
-        )
+    try:
+        canonical_type = formats.resolve_content_type(content_type, name, file)
+    except formats.Refused as refused:
+        errors.append(f"{name or 'The file'}: {refused.reason}")
+        canonical_type = ""
+    else:
+        if canonical_type is None:
+            errors.append(
+                f"{name or 'The file'}: unsupported file type "
+                f"({content_type or 'unknown'}). Upload a "
+                f"{formats.SUPPORTED_DESCRIPTION}."
+            )
     size = file.size or 0
     if size > settings.UPLOAD_MAX_BYTES:
         errors.append(
@@ -111,7 +114,9 @@ def create_document(
 
     document = Document(
         channel=channel,
-        title=(title.strip() or _metadata_title(fields, cleaned) or name)[:500],
+        title=(title.strip() or _metadata_title(fields, cleaned) or file_title(name))[
+            :500
+        ],
         original_filename=name[:255],
         content_type=canonical_type,
         size=size,
@@ -152,7 +157,9 @@ def update_document(
     fields = list(document.channel.metadata_fields.all())
     cleaned = clean_metadata(fields, metadata)
     title = (
-        title.strip() or _metadata_title(fields, cleaned) or document.original_filename
+        title.strip()
+        or _metadata_title(fields, cleaned)
+        or file_title(document.original_filename)
     )[:500]
     with transaction.atomic():
         Document.objects.filter(pk=document.pk).update(
@@ -272,6 +279,10 @@ def _metadata_title(fields, metadata: dict) -> str:
     return ""
 
 
+def _automatic_titles(filename: str) -> set[str]:
+    return {"", filename[:500], file_title(filename)[:500]}
+
+
 def _start_processing(document_id: int) -> Document:
     with transaction.atomic():
         document = Document.objects.select_for_update().get(pk=document_id)
@@ -324,6 +335,8 @@ def _replace_content(
                 image=images.get(page.number, ""),
                 width=page.width,
                 height=page.height,
+                ocr=page.ocr,
+                lines=page.lines,
             )
             for page in parsed.pages
         )
@@ -344,11 +357,12 @@ def _replace_content(
         indexing.prepare_chunks(channel, new_chunks)
         Chunk.objects.bulk_create(new_chunks, batch_size=500)
 
-        if document.title in ("", document.original_filename):
+        # A title the administrator gave wins; one Quire made up is replaced.
+        if document.title in _automatic_titles(document.original_filename):
             document.title = (
                 _metadata_title(channel.metadata_fields.all(), document.metadata)
                 or parsed.title
-                or document.original_filename
+                or file_title(document.original_filename)
             )[:500]
         document.status = Status.READY
         document.status_reason = parsed.status_note()[:MAX_REASON_CHARS]

@@ -208,10 +208,10 @@ def test_upload_rejects_bad_type_size_and_metadata(api, handbook, settings):
     """Wrong types, files over UPLOAD_MAX_BYTES and bad metadata are 422 problems
     naming the problem, and nothing is stored."""
     before = Document.objects.count()
-    image = ContentFile(png_bytes())
-    image.name = "photo.png"
+    program = ContentFile(b"MZ\x90\x00")
+    program.name = "tool.exe"
     body = assert_problem(
-        api.post("/api/channels/handbook/documents", {"file": image}), 422
+        api.post("/api/channels/handbook/documents", {"file": program}), 422
     )
     assert "unsupported file type" in body["detail"]
     settings.UPLOAD_MAX_BYTES = 10

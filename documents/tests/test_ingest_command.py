@@ -24,7 +24,7 @@ def folder(tmp_path):
     (root / "sub" / "notes.txt").write_text("Some plain notes.")
     (root / "sub" / "paper.pdf").write_bytes(make_pdf(["A page of text."]))
     (root / "sub" / "locked.pdf").write_bytes(b"not really a pdf")
-    (root / "photo.png").write_bytes(b"\x89PNG")
+    (root / "archive.zip").write_bytes(b"PK\x05\x06" + b"\x00" * 18)
     return root
 
 
@@ -56,9 +56,9 @@ def test_explicit_unsupported_file_is_reported(make_channel, fake_embedder, fold
     """A file named explicitly with an unsupported type is listed as failed with
     the upload's message."""
     make_channel(slug="handbook")
-    out, _ = _run("handbook", str(folder / "photo.png"), str(folder / "guide.md"))
+    out, _ = _run("handbook", str(folder / "archive.zip"), str(folder / "guide.md"))
     assert "2 file(s) into handbook: 1 ready, 1 failed." in out
-    assert "photo.png: photo.png: unsupported file type" in out
+    assert "archive.zip: archive.zip: unsupported file type" in out
 
 
 def test_queue_only_queues(make_channel, folder, django_capture_on_commit_callbacks):

@@ -1,4 +1,6 @@
-"""Every PDF in ../shared/data/pdfs reaches the end state SOURCES.md implies."""
+"""Every PDF in ../shared/data/pdfs reaches the end state SOURCES.md implies:
+born-digital and damaged-but-readable PDFs end ready with their text, scanned
+ones end ready with text read by OCR, unreadable ones fail with a reason."""
 
 import re
 from dataclasses import dataclass
@@ -86,8 +88,9 @@ def test_sources_table_lists_every_pdf(shared_data):
 @pytest.mark.parametrize("expected", SOURCES, ids=lambda row: row.path)
 def test_pdf_reaches_its_end_state(expected, make_channel, fake_embedder):
     """Readable PDFs (including damaged ones PDFium can open) end ready with every
-    page, an image per page and chunks for pages with text; scanned ones end ready
-    but flagged as having no text; unreadable ones end failed with a reason."""
+    page, an image per page, line boxes on text pages and chunks for pages with
+    text; scanned ones end ready with their text read by OCR (pages marked);
+    unreadable ones end failed with a reason."""
     document = _ingest(make_channel(), expected.path)
     if expected.pages is None:
         assert document.status == Document.Status.FAILED
@@ -110,20 +113,30 @@ def test_pdf_reaches_its_end_state(expected, make_channel, fake_embedder):
     for page in pages:
         assert page.image and default_storage.exists(page.image.name)
         assert page.width == 160 and page.height > 0
-    assert sum(not page.has_text for page in pages) >= expected.image_only_pages
-    assert document.has_text == expected.has_text
+        if page.has_text:
+            assert page.lines, f"page {page.number} has text but no line boxes"
+            for start, end, *box in page.lines:
+                assert 0 <= start < end <= len(page.text)
+                assert all(0 <= value <= 1 for value in box)
+                assert box[0] <= box[2] and box[1] <= box[3]
+    if expected.path.startswith("scanned/"):
+        assert document.has_text, document.status_reason
+        ocr_pages = [page for page in pages if page.ocr]
+        assert all(page.has_text for page in ocr_pages)
+        # A scan whose text layer came with it (an OCR'd PDF) is not read again.
+        assert len(ocr_pages) >= expected.image_only_pages - 1
+    elif expected.has_text:
+        assert document.has_text
     chunks = list(Chunk.objects.filter(document=document))
     assert document.chunk_count == len(chunks)
     assert [chunk.order for chunk in chunks] == list(range(len(chunks)))
     text_pages = {page.number for page in pages if page.has_text}
     assert {chunk.page_number for chunk in chunks} == text_pages
-    if expected.has_text:
+    if document.has_text:
         assert chunks
     else:
         assert not chunks
         assert "No extractable text" in document.status_reason
-        if expected.image_only_pages:
-            assert "scanned" in document.status_reason
 
 
 @pytest.mark.django_db

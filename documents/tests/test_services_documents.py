@@ -48,7 +48,7 @@ def test_create_document_stores_a_pending_document(make_channel):
     document.refresh_from_db()
     assert document.status == Document.Status.PENDING
     assert document.metadata == {"year": 2024, "tags": ["a", "b"]}
-    assert document.title == "notes.txt"
+    assert document.title == "notes"
     assert document.size == 5
     assert len(document.sha256) == 64
     assert default_storage.open(document.file.name).read() == b"hello"
@@ -83,16 +83,24 @@ def test_metadata_errors_are_all_reported(make_channel):
 
 
 def test_unsupported_type_is_rejected_with_a_clear_message(make_channel):
-    """A Word file is refused, and the message names what is accepted."""
+    """A file of a type Quire does not take is refused, and the message names
+    what is accepted; a legacy Word file is refused by name."""
     channel = make_channel()
+    with pytest.raises(ValidationError) as excinfo:
+        create_document(
+            channel=channel,
+            file=_upload("clip.mp4", b"x", "video/mp4"),
+        )
+    (message,) = excinfo.value.messages
+    assert "clip.mp4: unsupported file type (video/mp4)" in message
+    assert "PDF" in message and "Markdown" in message and "Word" in message
     with pytest.raises(ValidationError) as excinfo:
         create_document(
             channel=channel,
             file=_upload("letter.doc", b"x", "application/msword"),
         )
     (message,) = excinfo.value.messages
-    assert "letter.doc: unsupported file type (application/msword)" in message
-    assert "PDF" in message and "Markdown" in message
+    assert message.startswith("letter.doc: This is a Word 97-2003 document (.doc)")
     assert not Document.objects.exists()
 
 
@@ -177,7 +185,7 @@ def test_title_precedence(make_channel, fake_embedder):
         file=_upload("plain.pdf", make_pdf(["text"]), "application/pdf"),
         enqueue=False,
     )
-    assert _ingest(untitled).title == "plain.pdf"
+    assert _ingest(untitled).title == "plain"  # the file name without .pdf
 
 
 def test_pdf_ingestion_stores_pages_images_and_counts(make_channel, fake_embedder):
@@ -476,7 +484,7 @@ def test_update_document_without_a_title_takes_the_metadata_title(make_channel):
         enqueue=False,
     )
     update_document(document=document, title="", metadata={"year": 2020})
-    assert document.title == "notes.txt"
+    assert document.title == "notes"
     update_document(
         document=document, title=" ", metadata={"year": 2020, "title": "Annual"}
     )

@@ -8,7 +8,7 @@ from django.core.files import File
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from documents.ingestion.parsers import SUPPORTED_EXTENSIONS
+from documents.ingestion.formats import SUPPORTED_EXTENSIONS
 from documents.metadata import clean_metadata
 from documents.models import Channel, Document
 from documents.services.documents import create_document, ingest_document
