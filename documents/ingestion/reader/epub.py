@@ -77,6 +77,18 @@ def _book(archive: zipfile.ZipFile) -> tuple[str, str]:
     for element in package.iter(f"{DC}title"):
         title = " ".join((element.text or "").split())
         break
+    # The book's authors and description head its first page, as on a cover.
+    about = []
+    authors = [
+        " ".join((element.text or "").split())
+        for element in package.iter(f"{DC}creator")
+    ]
+    if any(authors):
+        about.append("Authors: " + ", ".join(author for author in authors if author))
+    for element in package.iter(f"{DC}description"):
+        description = " ".join((element.text or "").split())
+        if description:
+            about.append(description)
     manifest = {
         item.get("id"): item
         for item in package.iter(f"{OPF}item")
@@ -112,4 +124,6 @@ def _book(archive: zipfile.ZipFile) -> tuple[str, str]:
         chapter = to_markdown(body if body is not None else tree)
         if chapter.strip():
             chapters.append(chapter)
+    if chapters and about:
+        chapters[0] = "\n\n".join([*about, chapters[0]])
     return "\n\n".join(chapters), title
