@@ -101,7 +101,11 @@ def feed(channel, every: float, stop: threading.Event, queued: list[int]):
     from django.core.files import File
     from django.db import connection
 
-    from documents.services.documents import create_document
+    from documents.services.documents import (
+        DuplicateDocument,
+        create_document,
+        reingest_document,
+    )
 
     turn = 0
     try:
@@ -109,12 +113,17 @@ def feed(channel, every: float, stop: threading.Event, queued: list[int]):
             name = FEED_PDFS[turn % len(FEED_PDFS)]
             turn += 1
             with (PDFS / name).open("rb") as handle:
-                document = create_document(
-                    channel=channel,
-                    file=File(handle),
-                    filename=f"feed-{turn}-{name}",
-                    metadata={"source": "feed"},
-                )
+                try:
+                    document = create_document(
+                        channel=channel,
+                        file=File(handle),
+                        filename=f"feed-{turn}-{name}",
+                        metadata={"source": "feed"},
+                    )
+                except DuplicateDocument as duplicate:
+                    # The same file again: ingest the copy already there anew.
+                    document = duplicate.existing
+                    reingest_document(document=document)
             queued.append(document.pk)
     finally:
         connection.close()

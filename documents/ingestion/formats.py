@@ -108,6 +108,7 @@ _LEGACY_TYPES = {
 _LEGACY_SAVE_AS = {"doc": "docx", "xls": "xlsx", "ppt": "pptx"}
 
 SUPPORTED_EXTENSIONS = tuple(_EXTENSIONS)
+LEGACY_EXTENSIONS = tuple(f".{kind}" for kind in _LEGACY)
 SUPPORTED_DESCRIPTION = (
     "PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), HTML, EPUB, Markdown, "
     "plain text, or a PNG, JPEG or TIFF image"

@@ -12,7 +12,7 @@ from pathlib import Path, PureWindowsPath
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files import File
-from django.db import transaction
+from django.db import connection, transaction
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
@@ -51,6 +51,20 @@ REINGESTING_REASON = (
 MAX_REASON_CHARS = 2000
 
 
+class DuplicateDocument(ValidationError):
+    """The file is already in the channel (same SHA-256); `existing` is the
+    document that holds it. A ValidationError, so every caller that reports
+    refused files reports this one by name too."""
+
+    def __init__(self, *, name: str, existing: Document):
+        self.existing = existing
+        super().__init__(
+            f"{name} is already in this channel as “{existing.title}” "
+            f"(document {existing.pk}); it was not added again.",
+            code="duplicate",
+        )
+
+
 def create_document(
     *,
     channel: Channel,
@@ -70,11 +84,15 @@ def create_document(
     and the metadata must fit the channel's fields. Every problem is reported at
     once as a ValidationError a person can read.
 
+    A file whose SHA-256 is already in the channel is not stored again: that
+    raises DuplicateDocument naming the existing document (re-ingest that one
+    to read it again).
+
     The title is `title` if given, else the metadata's "title" value (when the
-    channel has such a field), else the file name until ingestion finds a better
-    one. With `enqueue` (the default) ingest_document_task is queued when the
-    transaction commits; pass False to ingest synchronously with
-    ingest_document().
+    channel has such a field), else the file name without its extension until
+    ingestion finds a better one. With `enqueue` (the default)
+    ingest_document_task is queued when the transaction commits; pass False to
+    ingest synchronously with ingest_document().
     """
     if not isinstance(file, File):
         file = File(file)
@@ -125,6 +143,15 @@ def create_document(
         status=Status.PENDING,
     )
     with transaction.atomic():
+        # Uploads of one file at the same moment queue here, so one of them wins.
+        _lock_content(channel.pk, document.sha256)
+        existing = (
+            Document.objects.filter(channel=channel, sha256=document.sha256)
+            .order_by("pk")
+            .first()
+        )
+        if existing is not None:
+            raise DuplicateDocument(name=name, existing=existing)
         try:
             document.file.save(name, file, save=False)
         except OSError as exc:
@@ -141,6 +168,16 @@ def create_document(
         if enqueue:
             transaction.on_commit(partial(_enqueue, document.pk), robust=True)
     return document
+
+
+def _lock_content(channel_id: int, sha256: str) -> None:
+    """A transaction lock on (channel, content); the two-key form keeps it apart
+    from the ingestion leases (services/recovery.py), which use one key."""
+    content_key = int(sha256[:8], 16) - 2**31
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s, %s)", [channel_id, content_key]
+        )
 
 
 def update_document(
