@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 # PDFium ends a line on a hyphen with U+0002 (some versions U+FFFE) and puts no
 # newline after it; the next line's first character follows at once.
 LINE_END_HYPHEN = "\x02\ufffe"
-_BROKEN_WORD = re.compile(r"(\w+)[\x02\ufffe][ \t]*\n?[ \t]*(\w+)")
+_BROKEN_WORD = re.compile(r"((?:\w+-)*\w+)[\x02\ufffe][ \t]*\n?[ \t]*(\w+)")
 _STRAY_HYPHEN = re.compile(r"[\x02\ufffe]")
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
 _LINE_EDGES = re.compile(r"[ \t]+\n|\n[ \t]+")
@@ -146,12 +146,17 @@ class Vocabulary:
 
     def __init__(self) -> None:
         self.words: Counter[str] = Counter()
+        self.standalone: Counter[str] = Counter()
 
     def add(self, text: str) -> None:
+        # Fragments of broken words ("substan", "tially") are not words.
+        text = _BROKEN_WORD.sub(" ", text)
         for word in _WORDS.findall(text.lower()):
             self.words[word] += 1
             if "-" in word:
                 self.words.update(word.split("-"))
+            else:
+                self.standalone[word] += 1
 
     def keeps_hyphen(self, left: str, right: str) -> bool:
         joined, hyphened = (left + right).lower(), f"{left}-{right}".lower()
@@ -160,8 +165,18 @@ class Vocabulary:
         if self.words[joined]:
             return False
         # Unknown either way: a capital or a digit after the break is a name or
-        # a code ("BERT-Base", "ACL-ARC", "COVID-19"); lower case is a word.
-        return right[:1].isupper() or right[:1].isdigit() or left[-1:].isdigit()
+        # a code ("BERT-Base", "ACL-ARC", "COVID-19"); two words the document
+        # uses on their own make a compound ("dual-encoder", "fine-tuned");
+        # otherwise it is one word broken in two ("limi-tations").
+        if right[:1].isupper() or right[:1].isdigit() or left[-1:].isdigit():
+            return True
+        last = left.rsplit("-", 1)[-1]
+        return "-" in left or (
+            len(last) >= 3
+            and len(right) >= 3
+            and self.standalone[last.lower()] > 0
+            and self.standalone[right.lower()] > 0
+        )
 
 
 def clean_text(text: str, *, keep_layout: bool = False) -> str:

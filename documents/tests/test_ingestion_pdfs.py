@@ -154,3 +154,64 @@ def test_text_pdf_with_the_real_embedder(shared_data, make_channel):
         assert chunk.embedding_model == model_name
         assert np.linalg.norm(np.array(chunk.embedding)) == pytest.approx(1, abs=1e-3)
         assert chunk.text in chunk.page.text
+
+
+@pytest.mark.django_db
+def test_a_word_hyphenated_across_lines_is_found_on_its_page(
+    shared_data, make_channel, fake_embedder
+):
+    """PDFium breaks "understudied" across two lines of the first page of a
+    paper ("understud-" / "ied"); the stored text joins it, so a keyword query
+    for the word finds that page first, among other papers. A compound broken at
+    its own hyphen keeps it ("knowledge-generating")."""
+    from documents.search.service import retrieve_chunks
+
+    channel = make_channel(retriever_mode="keyword")
+    paper = _ingest(channel, "text/papermage__2304.02623v1.pdf")
+    for other in (
+        "text/papermage__2020.acl-main.447.pdf",
+        "text/docling__multi_page.pdf",
+    ):
+        _ingest(channel, other)
+    first_page = Page.objects.get(document=paper, number=1)
+    assert "understudied" in first_page.text and "understud-" not in first_page.text
+    third_page = Page.objects.get(document=paper, number=3)
+    assert "knowledge-generating" in third_page.text
+    (best, *_) = retrieve_chunks(channel, "understudied")
+    assert (best.document_id, best.page_number) == (paper.pk, 1)
+
+
+@pytest.mark.django_db
+def test_line_boxes_match_pdfiums_own_boxes(shared_data, make_channel, fake_embedder):
+    """The stored line that holds a known sentence points at that sentence in
+    the page text, and its box is where PDFium's own text rectangles put those
+    characters (fractions of the page, origin top left)."""
+    import pypdfium2 as pdfium
+
+    sentence = "Patented in 1868 by Christopher Latham Sholes"
+    document = _ingest(make_channel(), "text/docling__multi_page.pdf")
+    page = Page.objects.get(document=document, number=1)
+    start, end, *box = next(
+        line for line in page.lines if sentence in page.text[line[0] : line[1]]
+    )
+    line_text = page.text[start:end]
+    assert line_text.startswith("mid-19th century.")
+
+    pdf = pdfium.PdfDocument(str(PDFS / "text/docling__multi_page.pdf"))
+    pdf_page = pdf[0]
+    width, height = pdf_page.get_size()
+    textpage = pdf_page.get_textpage()
+    found = textpage.search(line_text, match_case=True).get_next()
+    assert found is not None
+    index, count = found
+    rects = [textpage.get_rect(i) for i in range(textpage.count_rects(index, count))]
+    left = min(r[0] for r in rects) / width
+    right = max(r[2] for r in rects) / width
+    top = 1 - max(r[3] for r in rects) / height
+    bottom = 1 - min(r[1] for r in rects) / height
+    x0, y0, x1, y1 = box
+    assert abs(x0 - left) < 0.005 and abs(x1 - right) < 0.005
+    # PDFium's rectangles hug the glyphs; a line box spans the font's ascent and
+    # descent, so it holds them and is not much taller.
+    assert y0 <= top + 0.002 and y1 >= bottom - 0.002
+    assert (y1 - y0) < 2.5 * (bottom - top)

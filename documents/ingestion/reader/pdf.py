@@ -31,7 +31,8 @@ SLOW_PAGES_BEFORE_GIVING_UP = 3
 MAX_OBJECTS_INSPECTED = 20_000
 # Fewer letters or digits than this is no text layer (stray marks, page furniture).
 MIN_TEXT_CHARACTERS = 3
-HYPHEN = "\x02"
+# PDFium's end-of-line hyphen: U+0002 per character (FPDFText_GetText: U+FFFE).
+HYPHENS = "\x02\ufffe"
 UNIT = 10_000  # boxes are computed in ten-thousandths of the page
 
 
@@ -191,7 +192,7 @@ class _PageReader:
                 ]
             if first:
                 sizes.append(raw.FPDFText_GetFontSize(textpage, index))
-            if char == HYPHEN:
+            if char in HYPHENS:
                 close_line(len(chars))
         close_line(len(chars))
         text = "".join(chars)
@@ -353,7 +354,7 @@ def _largest_line(text: str, sized_lines: list[tuple[float, int, int]]) -> str:
     parts = []
     for size, start, end in sized_lines:
         if abs(size - largest) < 0.5:
-            parts.append(text[start:end].replace(HYPHEN, ""))
+            parts.append(text[start:end].strip(HYPHENS))
         elif parts:
             break
     title = " ".join(" ".join(parts).split())
