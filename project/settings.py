@@ -206,9 +206,10 @@ PAGE_IMAGE_BYTES_PER_INPUT_BYTE = env_float(
 PAGE_IMAGE_MIN_BUDGET_BYTES = env_int(
     "PAGE_IMAGE_MIN_BUDGET_BYTES", 2 * 1024 * 1024, minimum=0
 )
-# Seconds one page may take to draw; a slower page is kept without an image (after
-# three such pages the document's other pages are not drawn).
-PAGE_RENDER_TIMEOUT = env_float("PAGE_RENDER_TIMEOUT", 10.0, minimum=0.1)
+# Seconds one page may take to draw; a slower page is kept without an image, and
+# after three such pages the document's other pages are not drawn (after three
+# pages each slower than this to load and read, the others are not read).
+PAGE_RENDER_TIMEOUT = env_float("PAGE_RENDER_TIMEOUT", 5.0, minimum=0.1)
 # OCR (Tesseract) of pages without a usable text layer, and of image files.
 OCR_ENABLED = env_bool("OCR_ENABLED", True)
 OCR_LANGUAGES = env_str("OCR_LANGUAGES", "eng")

@@ -51,7 +51,7 @@ class ReaderLimits:
     max_pages: int = 2000
     timeout: float = 300.0
     memory_mb: int = 3072
-    page_render_timeout: float = 10.0
+    page_render_timeout: float = 5.0
     image_budget_bytes: int = 16 * 1024 * 1024
     ocr_enabled: bool = True
     ocr_languages: str = "eng"

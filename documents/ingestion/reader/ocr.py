@@ -11,7 +11,9 @@ Lines come back with their boxes as fractions of the image, in the orientation
 of the image given (the page image as stored), whichever way it was read.
 """
 
+import copy
 import csv
+import hashlib
 import io
 import math
 import os
@@ -97,6 +99,7 @@ class Engine:
         self.timed_out: list[int] = []
         self.failed: list[int] = []
         self.wanted = False
+        self.seen: dict[tuple, Reading | None] = {}
 
     @classmethod
     def for_request(cls, request: Request) -> "Engine":
@@ -121,12 +124,20 @@ class Engine:
     def read(self, image: Image.Image, *, number: int, dpi: int) -> Reading | None:
         """The page's text read from `image`, or None (nothing read, or OCR not
         possible within the limits: the reason goes into notes())."""
-        if not self.can_read(number):
-            return None
-        self.pages_read += 1
         image = _prepared(image)
         if _blank(image):
             return None
+        # Pages drawn alike (one scan or form repeated) are read once.
+        key = (hashlib.blake2b(image.tobytes(), digest_size=16).digest(), dpi)
+        if key in self.seen:
+            return copy.deepcopy(self.seen[key])
+        if not self.can_read(number):
+            return None
+        self.pages_read += 1
+        self.seen[key] = reading = self._read(image, number=number, dpi=dpi)
+        return reading
+
+    def _read(self, image: Image.Image, *, number: int, dpi: int) -> Reading | None:
         deadline = time.monotonic() + min(
             self.request.ocr_page_timeout, max(1.0, self.request.seconds_left())
         )

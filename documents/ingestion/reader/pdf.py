@@ -96,7 +96,9 @@ class _PageReader:
             min_width=min(MIN_WIDTH, request.image_width),
         )
         self.engine = ocr.Engine.for_request(request)
-        self.slow_pages: list[int] = []
+        self.slow_pages: list[int] = []  # too slow to draw
+        self.slow_reads: list[int] = []  # too slow to load and read
+        self.unread: list[int] = []
         self.unrendered_for_time: list[int] = []
         self.unusable_text: list[int] = []
         self.title_candidate = ""
@@ -105,6 +107,10 @@ class _PageReader:
         number = index + 1
         message = page_message(number)
         errors = message["notes"]
+        if len(self.slow_reads) >= SLOW_PAGES_BEFORE_GIVING_UP:
+            self.unread.append(number)
+            return message
+        started = time.monotonic()
         try:
             page = self.pdf[index]
         except Exception as exc:
@@ -116,6 +122,8 @@ class _PageReader:
         except Exception as exc:
             errors.append(f"text could not be extracted ({exc})")
         message["has_images"] = self._has_images(page)
+        if time.monotonic() - started > self.request.page_render_timeout:
+            self.slow_reads.append(number)
         needs_ocr = unusable or _letters(text) < MIN_TEXT_CHARACTERS
         if unusable:
             text, lines = "", []
@@ -130,6 +138,12 @@ class _PageReader:
                     self.title_candidate = reading.tallest
         message["text"], message["lines"] = text, lines
         return message
+
+    def _gave_up_drawing(self) -> bool:
+        return (
+            len(self.slow_pages) >= SLOW_PAGES_BEFORE_GIVING_UP
+            or self.request.past_deadline()
+        )
 
     # Text and line boxes
 
@@ -217,10 +231,7 @@ class _PageReader:
     def _render_image(self, page, number: int, message: dict):
         """Draw the page at the image width and store it within the budget;
         returns the drawn PIL image (or None)."""
-        if len(self.slow_pages) >= SLOW_PAGES_BEFORE_GIVING_UP:
-            self.unrendered_for_time.append(number)
-            return None
-        if self.request.past_deadline():
+        if self._gave_up_drawing():
             self.unrendered_for_time.append(number)
             return None
         width, height = page.get_size()  # already rotated as displayed
@@ -281,7 +292,7 @@ class _PageReader:
         return bitmap.to_pil()
 
     def _ocr(self, page, number: int, rendered):
-        if rendered is None and number in self.slow_pages:
+        if rendered is None and (number in self.slow_pages or self._gave_up_drawing()):
             return None  # a page too slow to draw is too slow to draw again
         if not self.engine.can_read(number):
             return None
@@ -312,6 +323,13 @@ class _PageReader:
             notes.append(
                 f"{_pages(self.unrendered_for_time)}: not drawn, because earlier "
                 "pages were too slow to draw or the reading time ran out."
+            )
+        if self.unread:
+            notes.append(
+                f"{_pages(self.unread)}: not read, because "
+                f"{_pages(self.slow_reads).lower()} each took longer than "
+                f"{self.request.page_render_timeout:g} s to read (setting "
+                "PAGE_RENDER_TIMEOUT)."
             )
         notes.extend(self.engine.notes())
         notes.extend(self.budget.notes())

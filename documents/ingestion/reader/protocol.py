@@ -46,7 +46,7 @@ class Request:
     soft_deadline: float = 240.0
     # The parent kills the child then; the child's own alarm covers a dead parent.
     hard_timeout: float = 300.0
-    page_render_timeout: float = 10.0
+    page_render_timeout: float = 5.0
     image_budget_bytes: int = 16 * 1024 * 1024
     ocr_enabled: bool = True
     ocr_languages: str = "eng"
