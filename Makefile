@@ -8,7 +8,7 @@ DATA ?= ../shared/data/scifact
 PYTHON_VERSION := $(shell cat .python-version)
 BOOTSTRAP_PYTHON := $(firstword $(wildcard $(HOME)/.pyenv/versions/$(PYTHON_VERSION)/bin/python) $(shell command -v python$(basename $(PYTHON_VERSION)) 2>/dev/null) $(shell command -v python3 2>/dev/null))
 
-.PHONY: install run test chromium tesseract bench bench-scifact bench-scale bench-ingest lint node
+.PHONY: install run test chromium tesseract bench bench-scifact bench-scale bench-ingest bench-ocr lint node
 
 install: $(VENV)/.installed
 
@@ -66,8 +66,11 @@ bench-scifact: install
 bench-scale: install
 	$(PY) benchmarks/scale.py
 
-bench-ingest: install
+bench-ingest: install tesseract
 	$(PY) benchmarks/ingest.py
+
+bench-ocr: install tesseract
+	$(PY) benchmarks/ocr.py
 
 .PHONY: bench-load bench-faults
 bench-load: install

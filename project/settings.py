@@ -3,6 +3,7 @@
 Bad values stop start-up with ImproperlyConfigured (project.env readers).
 """
 
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -213,6 +214,11 @@ PAGE_RENDER_TIMEOUT = env_float("PAGE_RENDER_TIMEOUT", 5.0, minimum=0.1)
 # OCR (Tesseract) of pages without a usable text layer, and of image files.
 OCR_ENABLED = env_bool("OCR_ENABLED", True)
 OCR_LANGUAGES = env_str("OCR_LANGUAGES", "eng")
+if not re.fullmatch(r"[a-z_]+(\+[a-z_]+)*", OCR_LANGUAGES):
+    raise ImproperlyConfigured(
+        f"OCR_LANGUAGES={OCR_LANGUAGES!r} is not a list of Tesseract language "
+        "codes joined by + (eng+deu)."
+    )
 OCR_MAX_PAGES = env_int("OCR_MAX_PAGES", 500, minimum=0)
 OCR_PAGE_TIMEOUT = env_float("OCR_PAGE_TIMEOUT", 60.0, minimum=1.0)
 CHUNK_SIZE = env_int("CHUNK_SIZE", 1000, minimum=100)

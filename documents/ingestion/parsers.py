@@ -8,6 +8,7 @@ the format when it can: a PDF stored as .html is read as a PDF, a DOCX named
 else is refused saying so.
 """
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from django.conf import settings
@@ -50,9 +51,11 @@ def parse_file(
     *,
     work_dir: Path,
     limits: ReaderLimits | None = None,
+    on_pages: Callable[[list[ParsedPage]], None] | None = None,
 ) -> ParsedDocument:
     """Pages of the file at `path`, page images written to `work_dir`, read
-    within `limits` (by default from settings, see reader_limits).
+    within `limits` (by default from settings, see reader_limits). `on_pages`
+    is handed each page as soon as it is final, while the rest is still read.
 
     Raises UnreadableFile with a reason a person understands.
     """
@@ -60,21 +63,24 @@ def parse_file(
     media_type = effective_type(path, media_type)
     max_page_chars = settings.TEXT_PAGE_MAX_CHARS
     if media_type in formats.TEXT_TYPES:
-        return parse_text(
+        parsed = parse_text(
             path,
             markdown=media_type == formats.MARKDOWN,
             charset=params.get("charset"),
             max_page_chars=max_page_chars,
         )
+        if on_pages:
+            on_pages(parsed.pages)
+        return parsed
     if media_type not in formats.CHILD_TYPES:
         raise UnreadableFile(f"Unsupported file type {content_type!r}.")
-    result = read_in_child(
+    messages = read_in_child(
         path,
         media_type,
         work_dir=work_dir,
         limits=limits or reader_limits(path.stat().st_size),
     )
-    return _document(result, work_dir, max_page_chars)
+    return _document(messages, work_dir, max_page_chars, on_pages)
 
 
 def effective_type(path: Path, media_type: str) -> str:
@@ -126,15 +132,28 @@ def effective_type(path: Path, media_type: str) -> str:
 _OFFICE = (formats.DOCX, formats.PPTX, formats.XLSX)
 
 
-def _document(result, work_dir: Path, max_page_chars: int) -> ParsedDocument:
+def _document(
+    messages: Iterable[dict],
+    work_dir: Path,
+    max_page_chars: int,
+    on_pages: Callable[[list[ParsedPage]], None] | None,
+) -> ParsedDocument:
+    """Pages from the reader's messages, cleaned as they arrive: the words of
+    the pages read so far decide whether a line-end hyphen is a real one."""
     vocabulary = Vocabulary()
-    for message in result.pages:
-        if not message["markdown"]:
-            vocabulary.add(message["text"])
     pages: list[ParsedPage] = []
     warnings: list[str] = []
+    notes: list[str] = []
+    facts: dict = {}
     first_heading = ""
-    for message in result.pages:
+    for message in messages:
+        kind = message.get("kind")
+        if kind == "document":
+            facts = message
+            continue
+        if kind == "end":
+            notes = list(message.get("notes", []))
+            continue
         warnings.extend(f"Page {message['number']}: {e}" for e in message["notes"])
         if message["markdown"]:
             texts = page_texts_of(
@@ -145,30 +164,35 @@ def _document(result, work_dir: Path, max_page_chars: int) -> ParsedDocument:
             )
             if message["split"]:  # a sheet's or a slide's heading is no title
                 first_heading = first_heading or markdown_title(message["text"])
-            for number, text in enumerate(texts or [""], start=len(pages) + 1):
-                pages.append(ParsedPage(number=number, text=text))
-            continue
-        text, lines = clean_page(
-            message["text"], message["lines"], vocabulary=vocabulary
-        )
-        pages.append(
-            ParsedPage(
-                number=len(pages) + 1,
-                text=text,
-                image_path=work_dir / message["image"] if message["image"] else None,
-                width=message["width"],
-                height=message["height"],
-                has_images=message["has_images"],
-                ocr=message["ocr"],
-                lines=lines,
+            new = [
+                ParsedPage(number=number, text=text)
+                for number, text in enumerate(texts or [""], start=len(pages) + 1)
+            ]
+        else:
+            vocabulary.add(message["text"])
+            text, lines = clean_page(
+                message["text"], message["lines"], vocabulary=vocabulary
             )
-        )
-    facts = result.document
+            new = [
+                ParsedPage(
+                    number=len(pages) + 1,
+                    text=text,
+                    image_path=work_dir / message["image"]
+                    if message["image"]
+                    else None,
+                    width=message["width"],
+                    height=message["height"],
+                    has_images=message["has_images"],
+                    ocr=message["ocr"],
+                    lines=lines,
+                )
+            ]
+        pages.extend(new)
+        if on_pages:
+            on_pages(new)
     title = choose_title(
         facts.get("title", ""),
         facts.get("title_candidate", "") or first_heading,
         producer=facts.get("producer", ""),
     )
-    return ParsedDocument(
-        pages=pages, title=title, warnings=warnings, notes=result.notes
-    )
+    return ParsedDocument(pages=pages, title=title, warnings=warnings, notes=notes)

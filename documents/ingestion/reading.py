@@ -15,7 +15,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from documents.ingestion import formats
@@ -64,29 +64,15 @@ class ReaderLimits:
         return max(self.timeout - min(30.0, self.timeout * 0.2), self.timeout * 0.5)
 
 
-@dataclass
-class ReaderResult:
-    document: dict = field(default_factory=dict)
-    pages: list[dict] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-
 def read_in_child(
     path: Path, content_type: str, *, work_dir: Path, limits: ReaderLimits
-) -> ReaderResult:
-    """Everything the reader child says about the file. Raises UnreadableFile."""
-    result = ReaderResult()
+) -> Iterator[dict]:
+    """What the reader child says about the file, message by message as it
+    reads (documents.ingestion.reader.protocol). Raises UnreadableFile."""
     for message in _messages(path, content_type, work_dir, limits):
-        kind = message.get("kind")
-        if kind == "document":
-            result.document = message
-        elif kind == "page":
-            result.pages.append(message)
-        elif kind == "end":
-            result.notes = list(message.get("notes", []))
-        elif kind == "error":
+        if message.get("kind") == "error":
             raise UnreadableFile(_reason(message, path, content_type, limits))
-    return result
+        yield message
 
 
 def _messages(

@@ -16,8 +16,8 @@ from django.db import connection, transaction
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
-from documents.ingestion import embeddings, formats
-from documents.ingestion.chunking import TextChunk, chunk_pages
+from documents.ingestion import formats
+from documents.ingestion.chunking import TextChunk
 from documents.ingestion.files import (
     delete_files,
     local_copy,
@@ -27,6 +27,7 @@ from documents.ingestion.files import (
 )
 from documents.ingestion.parsed import ParsedDocument, UnreadableFile
 from documents.ingestion.parsers import parse_file
+from documents.ingestion.pipeline import ChunkStream, EmbeddingFailed
 from documents.ingestion.titles import file_title
 from documents.metadata import clean_metadata
 from documents.models import Channel, Chunk, Document, Page
@@ -264,24 +265,29 @@ def _ingest(document_id: int) -> Document:
     try:
         with tempfile.TemporaryDirectory(prefix="quire-ingest-") as tmp:
             work_dir = Path(tmp)
-            parsed = parse_file(
-                local_copy(document, work_dir),
-                document.content_type,
-                work_dir=work_dir,
-            )
-            chunks = chunk_pages(
-                parsed.pages,
+            # Pages are chunked and embedded while the reader reads the rest.
+            stream = ChunkStream(
                 chunk_size=settings.CHUNK_SIZE,
                 chunk_overlap=settings.CHUNK_OVERLAP,
+                group=4 * settings.EMBEDDING_BATCH_SIZE,
             )
-            vectors, model_name = _embed(chunks)
+            try:
+                parsed = parse_file(
+                    local_copy(document, work_dir),
+                    document.content_type,
+                    work_dir=work_dir,
+                    on_pages=stream.add_pages,
+                )
+                vectors = _embed(stream)
+            finally:
+                stream.close()
             new_images = store_page_images(document, parsed)
         return _replace_content(
             document_id,
             parsed=parsed,
-            chunks=chunks,
+            chunks=stream.chunks,
             vectors=vectors,
-            model_name=model_name,
+            model_name=stream.model_name,
             images=new_images,
         )
     except Document.DoesNotExist:
@@ -290,17 +296,13 @@ def _ingest(document_id: int) -> Document:
     except UnreadableFile as exc:
         delete_files(new_images.values())
         return _mark_failed(document_id, exc.reason)
-    except _EmbeddingFailed:
+    except EmbeddingFailed:
         delete_files(new_images.values())
         return _mark_failed(document_id, EMBEDDING_ERROR_REASON)
     except Exception:
         logger.exception("Ingesting document %s failed", document_id)
         delete_files(new_images.values())
         return _mark_failed(document_id, INTERNAL_ERROR_REASON)
-
-
-class _EmbeddingFailed(Exception):
-    pass
 
 
 def _enqueue(document_id: int) -> None:
@@ -331,16 +333,9 @@ def _start_processing(document_id: int) -> Document:
     return document
 
 
-def _embed(chunks: list[TextChunk]) -> tuple[list, str]:
-    if not chunks:
-        return [], ""
-    try:
-        embedder = embeddings.get_embedder()
-        vectors = embedder.embed_documents([chunk.text for chunk in chunks])
-    except Exception as exc:
-        logger.exception("Embedding %d chunks failed", len(chunks))
-        raise _EmbeddingFailed from exc
-    return vectors, embedder.model_name
+def _embed(stream: ChunkStream) -> list:
+    """The stream's vectors (a step of its own, for benchmarks/ingest.py)."""
+    return stream.finish()
 
 
 def _replace_content(

@@ -24,7 +24,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from PIL import Image
 
 from documents.ingestion.reader.protocol import Request
@@ -214,6 +213,8 @@ def _blank(image: Image.Image) -> bool:
 def skew_angle(image: Image.Image) -> float:
     """Degrees to turn the page (counter-clockwise) so that its text lines are
     level: the angle whose rows of ink are the most sharply separated."""
+    import numpy as np  # only here: the reader starts quicker without it
+
     thumb = image.copy()
     thumb.thumbnail((1000, 1000))
     ink = (np.asarray(thumb) < 128).astype(np.uint8) * 255

@@ -14,6 +14,7 @@ or read by OCR, so the text of every page still comes back in time.
 """
 
 import ctypes
+import re
 import statistics
 import time
 from pathlib import Path
@@ -151,66 +152,26 @@ class _PageReader:
         raw = self.raw
         textpage = page.get_textpage()
         count = raw.FPDFText_CountChars(textpage)
-        chars: list[str] = []
-        lines: list[list] = []
-        sized_lines: list[tuple[float, int, int]] = []  # page 1: font size per line
+        if count <= 0:
+            return "", [], False
+        text = _page_text(raw, textpage, count)
         to_device = _DeviceMapper(page, raw)
-        box = [UNIT, UNIT, 0, 0]
-        sizes: list[float] = []
-        line_start = 0
-        nonspace = map_errors = 0
-        rect = raw.FS_RECTF()
-
-        def close_line(end: int) -> None:
-            nonlocal box, line_start, sizes
-            if box[2] > box[0] and end > line_start:
-                lines.append([line_start, end, *(v / UNIT for v in box)])
-                # Vertical lines (an arXiv stamp in the margin) are no title.
-                if sizes and box[2] - box[0] > box[3] - box[1]:
-                    sized_lines.append((statistics.median(sizes), line_start, end))
-            box, sizes, line_start = [UNIT, UNIT, 0, 0], [], end
-
-        high_surrogate = 0
-        for index in range(count):
-            code = raw.FPDFText_GetUnicode(textpage, index)
-            if 0xD800 <= code < 0xDC00:  # astral characters come as UTF-16 pairs
-                high_surrogate = code
-                continue
-            if 0xDC00 <= code < 0xE000 and high_surrogate:
-                code = 0x10000 + ((high_surrogate - 0xD800) << 10) + (code - 0xDC00)
-            high_surrogate = 0
-            char = chr(code) if 0 < code < 0x110000 else "\ufffd"
-            if 0xD800 <= code < 0xE000:
-                char = "\ufffd"
-            if char == "\r":
-                continue
-            if char == "\n":
-                close_line(len(chars))
-                chars.append(char)
-                line_start = len(chars)
-                continue
-            chars.append(char)
-            if char.isspace():
-                continue
-            nonspace += 1
-            if raw.FPDFText_HasUnicodeMapError(textpage, index) or char == "\ufffd":
-                map_errors += 1
-            if raw.FPDFText_GetLooseCharBox(textpage, index, rect):
-                x0, y0 = to_device(rect.left, rect.top)
-                x1, y1 = to_device(rect.right, rect.bottom)
-                box = [
-                    min(box[0], x0, x1),
-                    min(box[1], y0, y1),
-                    max(box[2], x0, x1),
-                    max(box[3], y0, y1),
-                ]
-            if first:
-                sizes.append(raw.FPDFText_GetFontSize(textpage, index))
-            if char in HYPHENS:
-                close_line(len(chars))
-        close_line(len(chars))
-        text = "".join(chars)
-        unusable = nonspace > 0 and map_errors / nonspace > 0.5
+        lines: list[list] = []
+        sized_lines: list[tuple[float, int, int]] = []  # page 1: type size per line
+        start = 0
+        for match in _LINE_END.finditer(text + "\n"):
+            end = match.end() if match.group() in HYPHENS else match.start()
+            if text[start:end].strip():
+                box = _line_box(raw, textpage, start, end, to_device)
+                if box is not None:
+                    lines.append([start, end, *box])
+                    # Vertical lines (an arXiv stamp in the margin) are no title.
+                    if first and box[2] - box[0] > box[3] - box[1]:
+                        size = _type_size(raw, textpage, text, start, end)
+                        if size:
+                            sized_lines.append((size, start, end))
+            start = match.end()
+        unusable = _mostly_unmapped(raw, textpage, text)
         if first and not unusable:
             self.title_candidate = _largest_line(text, sized_lines)
         return text, [_clamped(line) for line in lines], unusable
@@ -349,6 +310,79 @@ class _DeviceMapper:
     def __call__(self, x: float, y: float) -> tuple[int, int]:
         self.raw.FPDF_PageToDevice(self.page, 0, 0, UNIT, UNIT, 0, x, y, self.x, self.y)
         return self.x.value, self.y.value
+
+
+_LINE_END = re.compile("\r\n|[\r\n]|[" + HYPHENS + "]")
+# Characters looked at to tell an unusable text layer, and per line for its size.
+MAP_ERROR_SAMPLE = 400
+SIZE_SAMPLE = 12
+
+
+def _page_text(raw, textpage, count: int) -> str:
+    """The page's text, one character per PDFium character index: an astral
+    character (a UTF-16 pair) is joined, and its second index becomes a NUL
+    that the clean-up drops, so offsets still line up."""
+    buffer = (ctypes.c_ushort * (count + 1))()
+    written = raw.FPDFText_GetText(textpage, 0, count, buffer)
+    units = list(buffer[: max(0, min(written - 1, count))])
+    chars = [chr(unit) for unit in units]
+    for index, unit in enumerate(units):
+        if 0xD800 <= unit < 0xDC00:
+            following = units[index + 1] if index + 1 < len(units) else 0
+            if 0xDC00 <= following < 0xE000:
+                code = 0x10000 + ((unit - 0xD800) << 10) + (following - 0xDC00)
+                chars[index], chars[index + 1] = chr(code), "\x00"
+            else:
+                chars[index] = "\ufffd"
+        elif 0xDC00 <= unit < 0xE000 and chars[index] != "\x00":
+            chars[index] = "\ufffd"
+    return "".join(chars)
+
+
+def _line_box(raw, textpage, start: int, end: int, to_device) -> list[float] | None:
+    """The union of PDFium's text rectangles for characters start..end, in
+    fractions of the page as displayed."""
+    left, top, right, bottom = (ctypes.c_double() for _ in range(4))
+    box = [UNIT, UNIT, 0, 0]
+    for index in range(raw.FPDFText_CountRects(textpage, start, end - start)):
+        if not raw.FPDFText_GetRect(textpage, index, left, top, right, bottom):
+            continue
+        x0, y0 = to_device(left.value, top.value)
+        x1, y1 = to_device(right.value, bottom.value)
+        box = [
+            min(box[0], x0, x1),
+            min(box[1], y0, y1),
+            max(box[2], x0, x1),
+            max(box[3], y0, y1),
+        ]
+    if box[2] <= box[0] and box[3] <= box[1]:
+        return None
+    return [value / UNIT for value in box]
+
+
+def _type_size(raw, textpage, text: str, start: int, end: int) -> float:
+    """The median type size of a line, from a sample of its characters."""
+    indices = [i for i in range(start, end) if not text[i].isspace()]
+    step = max(1, len(indices) // SIZE_SAMPLE)
+    sizes = [raw.FPDFText_GetFontSize(textpage, i) for i in indices[::step]]
+    return statistics.median(sizes) if sizes else 0.0
+
+
+def _mostly_unmapped(raw, textpage, text: str) -> bool:
+    """Whether most characters (of a sample) come from fonts without a Unicode
+    map, or are replacement characters: the text layer is then unusable."""
+    indices = [
+        i for i, char in enumerate(text) if not char.isspace() and char != "\x00"
+    ]
+    if not indices:
+        return False
+    step = max(1, len(indices) // MAP_ERROR_SAMPLE)
+    sample = indices[::step]
+    bad = sum(
+        text[i] == "\ufffd" or bool(raw.FPDFText_HasUnicodeMapError(textpage, i))
+        for i in sample
+    )
+    return bad / len(sample) > 0.5
 
 
 def _clamped(line: list) -> list:
