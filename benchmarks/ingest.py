@@ -1,6 +1,7 @@
 """Ingestion throughput through Quire's real pipeline, beside the embedder's own rate.
 
     .venv/bin/python benchmarks/ingest.py [--data ../shared/data] [--no-limits]
+                                          [--limits-only]
 
 Ingests, format by format, the shared documents with documents.services.documents
 (read in the reader child process, page images rendered at PAGE_IMAGE_WIDTH,
@@ -254,10 +255,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--no-limits", action="store_true")
+    parser.add_argument("--limits-only", action="store_true")
     args = parser.parse_args()
     databases = setup_databases(verbosity=0, interactive=False)
     try:
-        run(args.data, not args.no_limits)
+        if args.limits_only:
+            run_limits()
+        else:
+            run(args.data, not args.no_limits)
     finally:
         teardown_databases(databases, verbosity=0)
         MEDIA.cleanup()

@@ -220,7 +220,7 @@ if not re.fullmatch(r"[a-z_]+(\+[a-z_]+)*", OCR_LANGUAGES):
         "codes joined by + (eng+deu)."
     )
 OCR_MAX_PAGES = env_int("OCR_MAX_PAGES", 500, minimum=0)
-OCR_PAGE_TIMEOUT = env_float("OCR_PAGE_TIMEOUT", 60.0, minimum=1.0)
+OCR_PAGE_TIMEOUT = env_float("OCR_PAGE_TIMEOUT", 30.0, minimum=1.0)
 CHUNK_SIZE = env_int("CHUNK_SIZE", 1000, minimum=100)
 CHUNK_OVERLAP = env_int("CHUNK_OVERLAP", 150, minimum=0)
 

@@ -56,7 +56,7 @@ class ReaderLimits:
     ocr_enabled: bool = True
     ocr_languages: str = "eng"
     ocr_max_pages: int = 100
-    ocr_page_timeout: float = 60.0
+    ocr_page_timeout: float = 30.0
 
     def soft_deadline(self) -> float:
         """When the child stops optional work (drawing, OCR): early enough to

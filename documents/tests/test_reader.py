@@ -86,3 +86,20 @@ def test_reader_limits_follow_the_settings(settings):
     settings.PAGE_IMAGE_MIN_BUDGET_BYTES = 1000
     assert reader_limits(10).image_budget_bytes == 1000
     assert reader_limits(1_000_000).image_budget_bytes == 8_000_000
+
+
+def test_every_frame_of_a_multi_page_tiff_is_a_page(shared_data, tmp_path):
+    """A multi-page TIFF becomes one page per frame, each with its image and its
+    text read by OCR."""
+    from PIL import Image
+
+    page = Image.open(OCR / "tesseract-test__phototest.tif").convert("L")
+    path = tmp_path / "two-pages.tif"
+    page.save(path, save_all=True, append_images=[page.rotate(180)])
+    work = tmp_path / "work"
+    work.mkdir()
+    parsed = parse_file(path, "image/tiff", work_dir=work)
+    assert [p.number for p in parsed.pages] == [1, 2]
+    for parsed_page in parsed.pages:
+        assert parsed_page.ocr and parsed_page.image_path.exists()
+        assert "quick brown dog" in parsed_page.text

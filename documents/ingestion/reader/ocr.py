@@ -32,6 +32,9 @@ from documents.ingestion.reader.protocol import Request
 MAX_OCR_PIXELS = 40_000_000
 # A reading below this mean word confidence (0-100) is tried the other way up.
 POOR_CONFIDENCE = 55.0
+# Share of neighbouring pixels that differ above which a page is noise, not text
+# (text pages of the shared data: under 0.1).
+NOISE_TRANSITIONS = 0.3
 # Skew looked for, in degrees either way.
 MAX_SKEW = 8.0
 
@@ -124,7 +127,7 @@ class Engine:
         """The page's text read from `image`, or None (nothing read, or OCR not
         possible within the limits: the reason goes into notes())."""
         image = _prepared(image)
-        if _blank(image):
+        if _blank(image) or _noise(image):
             return None
         # Pages drawn alike (one scan or form repeated) are read once.
         key = (hashlib.blake2b(image.tobytes(), digest_size=16).digest(), dpi)
@@ -208,6 +211,20 @@ def _prepared(image: Image.Image) -> Image.Image:
 def _blank(image: Image.Image) -> bool:
     low, high = image.getextrema()
     return high - low < 24
+
+
+def _noise(image: Image.Image) -> bool:
+    """Whether the page looks like noise rather than writing: ink changes
+    between neighbouring pixels far more often than along lines of text
+    (Tesseract spends tens of seconds on such a page and finds nothing)."""
+    import numpy as np
+
+    thumb = image.copy()
+    thumb.thumbnail((800, 800))
+    ink = np.asarray(thumb) < 128
+    if ink.shape[1] < 2:
+        return False
+    return float((ink[:, 1:] != ink[:, :-1]).mean()) > NOISE_TRANSITIONS
 
 
 def skew_angle(image: Image.Image) -> float:

@@ -51,7 +51,7 @@ class Request:
     ocr_enabled: bool = True
     ocr_languages: str = "eng"
     ocr_max_pages: int = 100
-    ocr_page_timeout: float = 60.0
+    ocr_page_timeout: float = 30.0
     started: float = field(default_factory=time.monotonic)
 
     def seconds_left(self) -> float:
