@@ -188,7 +188,9 @@ def _sniff_zip(handle: BinaryIO) -> Sniffed:
             names = set(archive.namelist())
             found = zip_format(names)
             if found is None and "[Content_Types].xml" in names:
-                types = archive.read("[Content_Types].xml")[:200_000]
+                # Read a bounded prefix: the upload may be a zip bomb.
+                with archive.open("[Content_Types].xml") as member:
+                    types = member.read(200_000)
                 for marker, content_type in (
                     (b"wordprocessingml", DOCX),
                     (b"presentationml", PPTX),
@@ -197,8 +199,8 @@ def _sniff_zip(handle: BinaryIO) -> Sniffed:
                     if marker in types:
                         found = content_type
                         break
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError):
-        return Sniffed()  # truncated or corrupt: the declared type decides
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError, RuntimeError):
+        return Sniffed()  # truncated, corrupt or encrypted: the declared type decides
     if found is None:
         return Sniffed(zip_without_package=True)
     return Sniffed(found)

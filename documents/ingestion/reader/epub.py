@@ -12,6 +12,7 @@ from urllib.parse import unquote
 from lxml import etree
 
 from documents.ingestion.reader.markup import parse_html, to_markdown
+from documents.ingestion.reader.office import check_package
 from documents.ingestion.reader.protocol import Refusal, Request, emit, page_message
 
 OPF = "{http://www.idpf.org/2007/opf}"
@@ -22,6 +23,7 @@ MAX_CHAPTER_BYTES = 64 * 1024 * 1024
 
 
 def read_epub(request: Request) -> None:
+    check_package(request.path)
     try:
         with zipfile.ZipFile(request.path) as archive:
             text, title = _book(archive)

@@ -26,7 +26,7 @@ MAX_UNPACKED_BYTES = 1024 * 1024 * 1024
 
 
 def read_office(request: Request) -> None:
-    _check_package(request.path)
+    check_package(request.path)
     readers = {DOCX: _read_docx, PPTX: _read_pptx, XLSX: _read_xlsx}
     reader = readers.get(request.format)
     if reader is None:
@@ -50,7 +50,8 @@ _names = {
 }
 
 
-def _check_package(path: str) -> None:
+def check_package(path: str) -> None:
+    """Refuse a zip package that is unreadable or unpacks to too much."""
     try:
         with zipfile.ZipFile(path) as archive:
             unpacked = sum(info.file_size for info in archive.infolist())
