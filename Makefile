@@ -8,7 +8,7 @@ DATA ?= ../shared/data/scifact
 PYTHON_VERSION := $(shell cat .python-version)
 BOOTSTRAP_PYTHON := $(firstword $(wildcard $(HOME)/.pyenv/versions/$(PYTHON_VERSION)/bin/python) $(shell command -v python$(basename $(PYTHON_VERSION)) 2>/dev/null) $(shell command -v python3 2>/dev/null))
 
-.PHONY: install run test chromium tesseract bench bench-scifact bench-scale bench-ingest bench-ocr lint node
+.PHONY: install run test chromium tesseract bench bench-scifact bench-scale bench-ingest bench-ocr bench-answers lint node
 
 install: $(VENV)/.installed
 
@@ -72,10 +72,16 @@ bench-ingest: install tesseract
 bench-ocr: install tesseract
 	$(PY) benchmarks/ocr.py
 
-.PHONY: bench-load bench-faults
+bench-answers: install
+	$(PY) benchmarks/answers.py
+
+.PHONY: bench-load bench-faults bench-abuse
 bench-load: install
 	$(PY) benchmarks/load.py
 
 bench-faults: install
 	$(PY) benchmarks/faults/worker_kill.py
 	$(PY) benchmarks/faults/postgres_restart.py
+
+bench-abuse: install
+	$(PY) benchmarks/abuse.py

@@ -33,6 +33,9 @@ def shared_data():
     return SHARED_DATA
 
 
+FAKE_EMBEDDER_MIN_SCORE = 0.2
+
+
 class FakeEmbedder:
     """Deterministic bag-of-words embedder for tests where embedding quality is not
     what is tested: texts sharing words get similar unit vectors."""
@@ -61,12 +64,16 @@ class FakeEmbedder:
 
 
 @pytest.fixture
-def fake_embedder(monkeypatch):
-    """Replace the configured embedder with FakeEmbedder for this test."""
+def fake_embedder(monkeypatch, settings):
+    """Replace the configured embedder with FakeEmbedder for this test.
+
+    ANSWER_MIN_SCORE is calibrated for the real embedder's similarities; bag of
+    words similarities run lower, so answers use a threshold fitted to them."""
     from documents.ingestion import embeddings
 
     embedder = FakeEmbedder()
     monkeypatch.setattr(embeddings, "get_embedder", lambda: embedder)
+    settings.ANSWER_MIN_SCORE = FAKE_EMBEDDER_MIN_SCORE
     return embedder
 
 
@@ -87,10 +94,10 @@ def steady_rate_window(monkeypatch):
     requests can't straddle two fixed windows."""
     import datetime
 
-    from mcp_endpoint import ratelimit
+    from documents.access import windows
 
     moment = datetime.datetime(2026, 1, 1, 12, 0, 30, tzinfo=datetime.UTC)
-    monkeypatch.setattr(ratelimit, "_now", lambda: moment)
+    monkeypatch.setattr(windows, "_now", lambda: moment)
     return moment
 
 

@@ -50,6 +50,7 @@ from django.conf import settings  # noqa: E402
 from django.core.files.base import ContentFile  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
+from documents.access import COMMAND_LINE  # noqa: E402
 from documents.ingestion import embeddings  # noqa: E402
 from documents.models import Chunk, Document, Page  # noqa: E402
 from documents.services import documents as document_services  # noqa: E402
@@ -130,6 +131,7 @@ def ingest_group(name: str, items: list[tuple[str, bytes]], bare) -> dict:
     for filename, data in items:
         try:
             document = create_document(
+                actor=COMMAND_LINE,
                 channel=channel,
                 file=ContentFile(data, name=filename),
                 enqueue=False,
@@ -221,7 +223,10 @@ def run_limits() -> None:
     noise = noise_image_pdf(pages=100, side=560)
     started = time.perf_counter()
     document = create_document(
-        channel=channel, file=ContentFile(noise, name="noise.pdf"), enqueue=False
+        actor=COMMAND_LINE,
+        channel=channel,
+        file=ContentFile(noise, name="noise.pdf"),
+        enqueue=False,
     )
     document = ingest_document(document_id=document.pk)
     seconds = time.perf_counter() - started
@@ -237,6 +242,7 @@ def run_limits() -> None:
         hostile = rectangles_pdf(1_000_000, pages=pages_count)
         started = time.perf_counter()
         document = create_document(
+            actor=COMMAND_LINE,
             channel=channel,
             file=ContentFile(hostile, name=f"rectangles-{pages_count}.pdf"),
             enqueue=False,

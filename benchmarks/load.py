@@ -49,6 +49,7 @@ def build_channel(abstracts: int):
     """The load channel: SciFact abstracts plus PDFs with page images (reused)."""
     from django.core.files import File
 
+    from documents.access import COMMAND_LINE
     from documents.models import Channel, Document
     from documents.search.testing import add_documents
     from documents.services.channels import create_channel
@@ -85,6 +86,7 @@ def build_channel(abstracts: int):
     for name in PAGE_PDFS:
         with (PDFS / name).open("rb") as handle:
             document = create_document(
+                actor=COMMAND_LINE,
                 channel=channel,
                 file=File(handle),
                 filename=name,
@@ -101,6 +103,7 @@ def feed(channel, every: float, stop: threading.Event, queued: list[int]):
     from django.core.files import File
     from django.db import connection
 
+    from documents.access import COMMAND_LINE
     from documents.services.documents import (
         DuplicateDocument,
         create_document,
@@ -115,6 +118,7 @@ def feed(channel, every: float, stop: threading.Event, queued: list[int]):
             with (PDFS / name).open("rb") as handle:
                 try:
                     document = create_document(
+                        actor=COMMAND_LINE,
                         channel=channel,
                         file=File(handle),
                         filename=f"feed-{turn}-{name}",
@@ -123,7 +127,7 @@ def feed(channel, every: float, stop: threading.Event, queued: list[int]):
                 except DuplicateDocument as duplicate:
                     # The same file again: ingest the copy already there anew.
                     document = duplicate.existing
-                    reingest_document(document=document)
+                    reingest_document(document=document, actor=COMMAND_LINE)
             queued.append(document.pk)
     finally:
         connection.close()
@@ -184,6 +188,7 @@ def report(prefix: Path, max_ms: float) -> int:
 
 
 def main() -> int:
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=64)
     parser.add_argument("--duration", type=int, default=120, help="seconds")
@@ -194,16 +199,16 @@ def main() -> int:
     parser.add_argument("--max-ms", type=float, default=2000.0)
     args = parser.parse_args()
     env = stack.boot("load", MCP_RATE_LIMIT_PER_MINUTE="1000000")
-
     from django.db import connections
 
+    from documents.access import COMMAND_LINE
     from documents.models import ApiKey, Document
     from documents.services.keys import create_api_key
 
     channel = build_channel(args.abstracts)
     ApiKey.objects.filter(name__startswith="load-").delete()
     keys = [
-        create_api_key(name=f"load-{n}", channels=[channel]).raw_key
+        create_api_key(actor=COMMAND_LINE, name=f"load-{n}", channels=[channel]).raw_key
         for n in range(args.users)
     ]
     with (SCIFACT / "queries.jsonl").open() as handle:

@@ -33,6 +33,7 @@ from django.conf import settings  # noqa: E402
 from django.core.files.base import ContentFile  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
+from documents.access import COMMAND_LINE  # noqa: E402
 from documents.models import Channel, Document  # noqa: E402
 from documents.services.keys import create_api_key  # noqa: E402
 
@@ -82,6 +83,7 @@ def prepare_perf_channel(corpus: list[dict]) -> Channel:
     started = time.perf_counter()
     for index, item in enumerate(corpus[present:PERF_DOCUMENTS], start=present):
         document = create_document(
+            actor=COMMAND_LINE,
             channel=channel,
             file=ContentFile(scifact.document_text(item).encode()),
             filename=f"{item['_id']}.txt",
@@ -100,7 +102,9 @@ def prepare_perf_channel(corpus: list[dict]) -> Channel:
 
 
 def new_key(channel: Channel) -> str:
-    return create_api_key(name="mcp overhead benchmark", channels=[channel]).raw_key
+    return create_api_key(
+        actor=COMMAND_LINE, name="mcp overhead benchmark", channels=[channel]
+    ).raw_key
 
 
 def free_port() -> int:
@@ -133,6 +137,8 @@ class Server:
     path: str
     workers: int
     env: dict
+    # uvicorn's protocol: Quire runs its own (project.http_guard), as runquire does.
+    http: str = "httptools"
     port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
 
@@ -155,6 +161,8 @@ class Server:
                 str(self.port),
                 "--workers",
                 str(self.workers),
+                "--http",
+                self.http,
                 "--no-access-log",
                 "--log-level",
                 "warning",
@@ -183,6 +191,7 @@ def quire_server(workers: int) -> Server:
         f"/mcp/{PERF_SLUG}",
         workers,
         server_env(),
+        http="project.http_guard:GuardedHttpToolsProtocol",
     )
 
 

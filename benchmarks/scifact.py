@@ -37,6 +37,7 @@ django.setup()
 from django.core.files.base import ContentFile  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
+from documents.access import COMMAND_LINE  # noqa: E402
 from documents.ingestion import embeddings  # noqa: E402
 from documents.models import Channel, Document  # noqa: E402
 from documents.search.service import retrieve_chunks  # noqa: E402
@@ -86,6 +87,7 @@ def ingest_through_services(channel_id: int, items: list[dict], worker: int) -> 
     channel = Channel.objects.get(pk=channel_id)
     for index, item in enumerate(items, start=1):
         document = create_document(
+            actor=COMMAND_LINE,
             channel=channel,
             file=ContentFile(document_text(item).encode("utf-8")),
             filename=f"{item['_id']}.txt",

@@ -73,6 +73,8 @@ def start_web(env: dict[str, str], *, workers: int, port: int) -> subprocess.Pop
             str(port),
             "--workers",
             str(workers),
+            "--http",
+            "project.http_guard:GuardedHttpToolsProtocol",
             "--lifespan",
             "off",
             "--log-level",

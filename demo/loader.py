@@ -19,6 +19,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.files import File
 
+from documents.access import Actor
 from documents.models import ApiKey, Channel, Document
 from documents.services.channels import create_channel
 from documents.services.documents import create_document, ingest_document
@@ -29,6 +30,7 @@ DEFINITION = DEMO_DIR / "channel.json"
 ADMIN_USERNAME = "admin"
 DEMO_KEY_NAME = "Demo key (make run)"
 PASSWORD_FILE_NAME = "demo-admin.txt"
+DEMO_ACTOR = Actor(via="demo")
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ def _ensure_document(
     if document is None:
         with path.open("rb") as handle:
             document = create_document(
+                actor=DEMO_ACTOR,
                 channel=channel,
                 file=File(handle, name=path.name),
                 filename=path.name,
@@ -124,8 +127,10 @@ def _ensure_admin(password_file: Path) -> str | None:
 
 def _rotate_demo_key(channel: Channel) -> str:
     for old in ApiKey.objects.filter(name=DEMO_KEY_NAME, revoked_at__isnull=True):
-        revoke_api_key(api_key=old)
-    return create_api_key(name=DEMO_KEY_NAME, channels=[channel]).raw_key
+        revoke_api_key(actor=DEMO_ACTOR, api_key=old)
+    return create_api_key(
+        actor=DEMO_ACTOR, name=DEMO_KEY_NAME, channels=[channel]
+    ).raw_key
 
 
 def describe(site: DemoSite, base_url: str) -> list[str]:

@@ -18,6 +18,7 @@ import difflib
 import json
 from typing import Any
 
+from django.conf import settings
 from django.db.models import F, Func, Max, Q, Subquery, TextField
 from django.db.models.fields.json import KT
 from django.db.models.lookups import Exact
@@ -35,8 +36,23 @@ FILTER_TYPES = (
 LATEST = "latest"
 
 
+MAX_FILTER_VALUES = 100
+
+
 class FilterError(Exception):
     """A metadata_filter the channel cannot apply; the message says how to fix it."""
+
+
+def _shown(value: Any) -> str:
+    """A value as JSON for an error message, cut short."""
+    if isinstance(value, str):
+        text = repr(value)
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def filter_fields(channel: Channel) -> list[MetadataField]:
@@ -55,8 +71,8 @@ def filter_fields(channel: Channel) -> list[MetadataField]:
 
 def values_in_use(channel: Channel, field: MetadataField) -> list[str]:
     """Distinct values of a string or string_list field among the channel's
-    documents, sorted."""
-    documents = Document.objects.for_channel(channel).order_by()
+    ready documents, sorted."""
+    documents = Document.objects.for_channel(channel).ready().order_by()
     if field.type == FieldType.STRING_LIST:
         values = (
             documents.filter(**{f"metadata__{field.name}__isnull": False})
@@ -74,6 +90,18 @@ def values_in_use(channel: Channel, field: MetadataField) -> list[str]:
             "value", flat=True
         )
     return sorted({value for value in values.distinct() if value})
+
+
+def enum_values(values: list[str]) -> list[str] | None:
+    """The values for a schema's enum, or None when they don't fit its caps
+    (MCP_ENUM_MAX_VALUES values, each at most MCP_ENUM_VALUE_MAX_CHARS long):
+    whatever documents hold goes into every client's tools/list, so it must
+    stay small."""
+    if not values or len(values) > settings.MCP_ENUM_MAX_VALUES:
+        return None
+    if any(len(value) > settings.MCP_ENUM_VALUE_MAX_CHARS for value in values):
+        return None
+    return values
 
 
 def filter_schema(channel: Channel) -> dict:
@@ -99,15 +127,29 @@ def _field_schema(channel: Channel, field: MetadataField) -> dict:
     if field.type in (FieldType.STRING, FieldType.STRING_LIST):
         item: dict[str, Any] = {"type": "string"}
         values = values_in_use(channel, field)
-        if values:
-            item["enum"] = values
         meaning = (
             "Documents whose value is any of these."
             if field.type == FieldType.STRING
             else "Documents whose list contains any of these."
         )
+        enum = enum_values(values)
+        if enum:
+            item["enum"] = enum
+        elif values:
+            meaning += (
+                f" {len(values)} values are in use, too many or too long to list: "
+                "a value no document has is refused with the closest ones."
+            )
         schema = {
-            "anyOf": [item, {"type": "array", "items": item, "minItems": 1}],
+            "anyOf": [
+                item,
+                {
+                    "type": "array",
+                    "items": item,
+                    "minItems": 1,
+                    "maxItems": MAX_FILTER_VALUES,
+                },
+            ],
             "description": _join(description, meaning),
         }
     elif field.type == FieldType.DATE:
@@ -166,7 +208,7 @@ def compile_filter(channel: Channel, metadata_filter: dict | None) -> Q:
     if not isinstance(metadata_filter, dict):
         raise FilterError(
             "metadata_filter must be an object mapping field names to values, "
-            f"or null; got {json.dumps(metadata_filter)}."
+            f"or null; got {_shown(metadata_filter)}."
         )
     fields = {field.name: field for field in filter_fields(channel)}
     unknown = [name for name in metadata_filter if name not in fields]
@@ -188,10 +230,10 @@ def compile_filter(channel: Channel, metadata_filter: dict | None) -> Q:
 
 def _unknown_fields_message(unknown: list[str], allowed: list[str]) -> str:
     parts = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, allowed, n=1)
+    for name in unknown[:10]:
+        close = difflib.get_close_matches(name[:200], allowed, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        parts.append(f"{name!r}{hint}")
+        parts.append(f"{_shown(name)}{hint}")
     allowed_text = ", ".join(allowed) if allowed else "none (this channel has none)"
     return (
         f"Unknown filter field {', '.join(parts)}. "
@@ -218,7 +260,11 @@ def _string_condition(channel: Channel, field: MetadataField, value) -> Q:
     ):
         raise FilterError(
             f"{field.name}: expected a string or a non-empty list of strings, "
-            f"got {json.dumps(value)}."
+            f"got {_shown(value)}."
+        )
+    if len(wanted) > MAX_FILTER_VALUES:
+        raise FilterError(
+            f"{field.name}: at most {MAX_FILTER_VALUES} values; got {len(wanted)}."
         )
     conditions = []
     for item in wanted:
@@ -260,13 +306,13 @@ def _unknown_values_message(
         return f"{field.name}: no document has a value for this field yet."
     hints = []
     for item in missing:
-        close = difflib.get_close_matches(item, in_use, n=3, cutoff=0.5)
+        close = difflib.get_close_matches(item[:200], in_use, n=3, cutoff=0.5)
         if not close:
             lowered = item.lower()
             close = [v for v in in_use if lowered in v.lower()][:3]
         suffix = f" (closest: {', '.join(repr(c) for c in close)})" if close else ""
-        hints.append(f"{item!r}{suffix}")
-    shown = ", ".join(repr(v) for v in in_use[:20])
+        hints.append(f"{_shown(item)}{suffix}")
+    shown = ", ".join(_shown(v) for v in in_use[:20])
     more = f" and {len(in_use) - 20} more" if len(in_use) > 20 else ""
     return (
         f"{field.name}: no document has the value {'; '.join(hints)}. "
@@ -279,7 +325,7 @@ def _parse_date(field: MetadataField, key: str, value) -> str:
         return datetime.date.fromisoformat(value).isoformat()
     except (TypeError, ValueError):
         raise FilterError(
-            f"{field.name}.{key}: {json.dumps(value)} is not a date; use YYYY-MM-DD."
+            f"{field.name}.{key}: {_shown(value)} is not a date; use YYYY-MM-DD."
         ) from None
 
 
@@ -287,7 +333,7 @@ def _date_condition(field: MetadataField, value) -> Q:
     if not isinstance(value, dict):
         raise FilterError(
             f'{field.name}: expected {{"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}} '
-            f'(either optional) or "latest", got {json.dumps(value)}.'
+            f'(either optional) or "latest", got {_shown(value)}.'
         )
     bounds = _range_bounds(field, value, ("start", "end"))
     start = _parse_date(field, "start", bounds["start"]) if "start" in bounds else None
@@ -323,7 +369,7 @@ def _number_condition(field: MetadataField, value) -> Q:
     if not isinstance(value, dict):
         raise FilterError(
             f'{field.name}: expected a number or {{"min": .., "max": ..}}, '
-            f"got {json.dumps(value)}."
+            f"got {_shown(value)}."
         )
     bounds = _range_bounds(field, value, ("min", "max"))
     if not bounds:
@@ -331,7 +377,7 @@ def _number_condition(field: MetadataField, value) -> Q:
     for key, bound in bounds.items():
         if not _is_number(bound):
             raise FilterError(
-                f"{field.name}.{key}: expected a number, got {json.dumps(bound)}."
+                f"{field.name}.{key}: expected a number, got {_shown(bound)}."
             )
     if "min" in bounds and "max" in bounds and bounds["min"] > bounds["max"]:
         raise FilterError(
@@ -347,9 +393,7 @@ def _number_condition(field: MetadataField, value) -> Q:
 
 def _boolean_condition(field: MetadataField, value) -> Q:
     if not isinstance(value, bool):
-        raise FilterError(
-            f"{field.name}: expected true or false, got {json.dumps(value)}."
-        )
+        raise FilterError(f"{field.name}: expected true or false, got {_shown(value)}.")
     return Q(metadata__contains={field.name: value})
 
 

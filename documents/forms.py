@@ -35,12 +35,17 @@ class MultipleFileField(forms.FileField):
 
 
 class UploadChannelForm(forms.Form):
-    """Step one of an upload: which channel the files go to."""
+    """Step one of an upload: which channel the files go to (of `channels`,
+    those the user curates)."""
 
     channel = forms.ModelChoiceField(
-        queryset=Channel.objects.all(),
+        queryset=Channel.objects.none(),
         help_text="The next step asks for this channel's metadata fields.",
     )
+
+    def __init__(self, *args, channels, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["channel"].queryset = channels
 
 
 def metadata_form_field(field: MetadataField) -> forms.Field:
@@ -167,12 +172,20 @@ def input_value(value) -> str:
 
 
 class ApiKeyForm(forms.ModelForm):
-    """Name, channels and optional expiry of a key; the key itself is generated."""
+    """Name, channels, scope and optional expiry of a key; the key itself is
+    generated. Read-only unless write is ticked."""
 
     channels = forms.ModelMultipleChoiceField(
         queryset=Channel.objects.all(),
         widget=forms.CheckboxSelectMultiple,
         help_text="The channels this key opens.",
+    )
+    write = forms.BooleanField(
+        required=False,
+        label="Write access",
+        help_text="Also upload, delete and re-ingest documents through the REST "
+        "API. Leave it off for keys you give to AI agents: a read key can search, "
+        "read and answer, and nothing more.",
     )
     expires_at = forms.DateTimeField(
         required=False,
@@ -186,6 +199,14 @@ class ApiKeyForm(forms.ModelForm):
     class Meta:
         model = ApiKey
         fields = ["name", "channels", "expires_at"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.fields["write"].initial = "write" in self.instance.scopes
+
+    def scopes(self) -> list[str]:
+        return ["read", "write"] if self.cleaned_data.get("write") else ["read"]
 
     def clean_expires_at(self) -> datetime | None:
         expires_at = self.cleaned_data["expires_at"]

@@ -5,6 +5,7 @@ from django.db.models import F, OrderBy
 
 from documents.filters import filter_fields
 from documents.models import Channel, Document, MetadataField
+from documents.results import DocumentPage, output_schema
 
 # newest_sort may also name these columns of Document, besides metadata fields.
 _DOCUMENT_SORT_COLUMNS = {"created_at", "updated_at", "ingested_at", "title", "id"}
@@ -75,7 +76,8 @@ def document_ordering(channel: Channel, newest_first: bool = True) -> list:
 
 
 def document_output_schema(channel: Channel) -> dict:
-    """JSON schema of list_documents' result for this channel."""
+    """JSON schema of list_documents' result for this channel: the shared
+    DocumentPage with this channel's filterable fields in each row."""
     metadata_properties = {
         field.name: {
             "anyOf": [_JSON_TYPES[field.type], {"type": "null"}],
@@ -83,25 +85,7 @@ def document_output_schema(channel: Channel) -> dict:
         }
         for field in filter_fields(channel)
     }
-    return {
-        "type": "object",
-        "properties": {
-            "total_count": {"type": "integer"},
-            "offset": {"type": "integer"},
-            "limit": {"type": "integer"},
-            "results": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "id": {"type": "integer"},
-                        "title": {"type": "string"},
-                        "number_of_pages": {"type": "integer"},
-                        **metadata_properties,
-                    },
-                    "required": ["id", "title", "number_of_pages"],
-                },
-            },
-        },
-        "required": ["total_count", "offset", "limit", "results"],
-    }
+    schema = output_schema(DocumentPage)
+    row = schema["properties"]["results"]["items"]
+    row["properties"].update(metadata_properties)
+    return schema

@@ -1,15 +1,21 @@
-"""Channels, their metadata fields, documents, pages, chunks, API keys and feedback."""
+"""Channels, their metadata fields, documents, pages, chunks, API keys, feedback,
+the audit trail and the request counters behind the limits."""
 
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
+from django.utils import timezone
 from pgvector.django import HnswIndex, SparseVectorField, VectorField
 
 from documents.querysets import ChunkQuerySet, DocumentQuerySet
 
 EMBEDDING_DIMENSIONS = 384
+# Every channel's MCP server answers at MCP_PATH_PREFIX + slug (mcp_endpoint.urls).
+MCP_PATH_PREFIX = "/mcp/"
 # Keyword terms are hashed into this many sparse dimensions (documents.search.terms).
 TERM_DIMENSIONS = 2**24
 
@@ -47,7 +53,7 @@ class Channel(models.Model):
         help_text="Chunks returned to the caller by default.",
     )
     # 20 rather than the RRF paper's 60: with two legs of ~100 candidates, a smaller
-    # k rewards agreement near the top (SciFact hybrid nDCG@10: 0.725 vs 0.717).
+    # k rewards agreement near the top (measured on SciFact: README, Performance).
     retriever_rrf_k = models.PositiveIntegerField(
         default=20, help_text="The k constant of reciprocal rank fusion."
     )
@@ -55,13 +61,14 @@ class Channel(models.Model):
     generator_kind = models.CharField(
         max_length=16, choices=GeneratorKind.choices, default=GeneratorKind.EXTRACTIVE
     )
-    generator_base_url = models.URLField(blank=True)
-    generator_model = models.CharField(max_length=200, blank=True)
-    generator_api_key_env = models.CharField(
-        max_length=100,
+    # One of the endpoints the operator declared (settings.CHAT_MODEL_ENDPOINTS):
+    # a channel names an endpoint, never a URL or the variable holding its key.
+    generator_endpoint = models.CharField(
+        max_length=64,
         blank=True,
-        help_text="Name of the environment variable holding the chat model's key.",
+        help_text="The chat-model endpoint, from those the operator declared.",
     )
+    generator_model = models.CharField(max_length=200, blank=True)
     generator_temperature = models.FloatField(default=0.0)
     generator_timeout = models.FloatField(default=30.0)
 
@@ -86,6 +93,49 @@ class Channel(models.Model):
     tool_retrieve_text_chunks = models.BooleanField(default=True)
     tool_rag_search = models.BooleanField(default=True)
     tool_submit_feedback = models.BooleanField(default=True)
+    # `search` and `fetch`, the two tools deep-research clients call.
+    tool_research = models.BooleanField(
+        default=False,
+        verbose_name="search and fetch (deep research)",
+        help_text="Add the search and fetch tools that deep-research clients "
+        "expect (built on retrieve_text_chunks and get_pages).",
+    )
+    # Whether the channel appears in the public discovery documents
+    # (/.well-known/ai-catalog.json, its server card).
+    listed = models.BooleanField(
+        default=False,
+        verbose_name="listed for discovery",
+        help_text="Publish this channel's name and MCP URL in the discovery "
+        "documents (AI catalog, server card). Unlisted channels stay unnamed.",
+    )
+
+    # Staff access: curators see and edit the channel and its documents in the
+    # admin and the playground; readers may use the playground and grant read
+    # access. Superusers see every channel.
+    curators = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="curated_channels",
+        help_text="Staff users who curate this channel.",
+    )
+    curator_groups = models.ManyToManyField(
+        "auth.Group",
+        blank=True,
+        related_name="curated_channels",
+        help_text="Groups whose staff members curate this channel.",
+    )
+    readers = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="read_channels",
+        help_text="Users who may read this channel (playground, sign-in grants).",
+    )
+    reader_groups = models.ManyToManyField(
+        "auth.Group",
+        blank=True,
+        related_name="read_channels",
+        help_text="Groups whose members may read this channel.",
+    )
 
     # Bumped on every change to the channel's documents or fields; part of cache keys.
     corpus_version = models.PositiveBigIntegerField(default=0, editable=False)
@@ -99,7 +149,7 @@ class Channel(models.Model):
         return self.name
 
     def enabled_tools(self) -> list[str]:
-        return [
+        names = [
             name
             for name in (
                 "list_documents",
@@ -111,6 +161,9 @@ class Channel(models.Model):
             )
             if getattr(self, f"tool_{name}")
         ]
+        if self.tool_research:
+            names += ["search", "fetch"]
+        return names
 
     def clean(self):
         if not isinstance(self.newest_sort, list) or not all(
@@ -131,12 +184,42 @@ class Channel(models.Model):
             raise ValidationError(
                 {"filterable_fields": 'Use a list of field names like ["year"].'}
             )
-        if self.generator_kind == self.GeneratorKind.CHAT and not (
-            self.generator_base_url and self.generator_model
-        ):
+        if self.generator_kind == self.GeneratorKind.CHAT:
+            self._clean_chat_generator()
+
+    def _clean_chat_generator(self) -> None:
+        endpoints = settings.CHAT_MODEL_ENDPOINTS
+        if not endpoints:
             raise ValidationError(
-                "A chat-model generator needs a base URL and a model name."
+                {
+                    "generator_kind": "No chat-model endpoint is declared on this "
+                    "server (CHAT_MODEL_ENDPOINTS); use the extractive answerer."
+                }
             )
+        endpoint = endpoints.get(self.generator_endpoint)
+        if endpoint is None:
+            raise ValidationError(
+                {
+                    "generator_endpoint": "Choose one of the declared endpoints: "
+                    + ", ".join(sorted(endpoints))
+                    + "."
+                }
+            )
+        if not self.generator_model:
+            raise ValidationError({"generator_model": "Name the model to use."})
+        if endpoint["models"] and self.generator_model not in endpoint["models"]:
+            raise ValidationError(
+                {
+                    "generator_model": f"{self.generator_endpoint} offers: "
+                    + ", ".join(endpoint["models"])
+                    + "."
+                }
+            )
+
+    @property
+    def mcp_path(self) -> str:
+        """Where the channel's MCP server answers (mcp_endpoint.urls)."""
+        return f"{MCP_PATH_PREFIX}{self.slug}"
 
 
 class MetadataField(models.Model):
@@ -215,6 +298,22 @@ class Document(models.Model):
     ingested_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Who added it: a staff user, or an API key (REST uploads); neither for the
+    # command line and the demo loader.
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    created_by_key = models.ForeignKey(
+        "ApiKey",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
 
     objects = DocumentQuerySet.as_manager()
 
@@ -312,6 +411,29 @@ class Chunk(models.Model):
         return f"{self.document_id}#{self.order} p.{self.page_number}"
 
 
+class SentenceVector(models.Model):
+    """The embedding of one sentence (or heading) of a page, computed once and
+    kept for answers (documents.generation.evidence); deleted with its page."""
+
+    page = models.ForeignKey(Page, on_delete=models.CASCADE, related_name="+")
+    # blake2b (128 bits, hex) of the sentence's text as the answerer embeds it.
+    digest = models.CharField(max_length=32)
+    embedding_model = models.CharField(max_length=200)
+    # float16 values, the embedder's dimensions; never searched in SQL.
+    vector = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["page", "embedding_model", "digest"],
+                name="sentence_vector_unique",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.page_id}:{self.digest}"
+
+
 class KeywordStatistics(models.Model):
     """A channel's keyword-index totals: BM25's N and average chunk length."""
 
@@ -350,6 +472,10 @@ class TermStatistic(models.Model):
         return f"{self.channel_id}:{self.lexeme} ({self.chunk_frequency})"
 
 
+def default_scopes() -> list[str]:
+    return ["read"]
+
+
 class ApiKey(models.Model):
     """A bearer key that opens one or more channels. Only its digest is stored."""
 
@@ -359,6 +485,15 @@ class ApiKey(models.Model):
     )
     digest = models.CharField(max_length=64, unique=True)
     channels = models.ManyToManyField(Channel, related_name="api_keys")
+    # documents.access.Scope values; "read" always, "write" when granted.
+    scopes = ArrayField(models.CharField(max_length=16), default=default_scopes)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -370,6 +505,12 @@ class ApiKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+    def is_active(self, now=None) -> bool:
+        now = now or timezone.now()
+        return self.revoked_at is None and (
+            self.expires_at is None or self.expires_at > now
+        )
 
 
 class Feedback(models.Model):
@@ -393,3 +534,162 @@ class Feedback(models.Model):
 
     def __str__(self) -> str:
         return f"{self.channel_id}: {self.score}"
+
+
+class AuditEvent(models.Model):
+    """One write or refused authentication: when, who, where, what, and how it ended.
+
+    Rows are written by documents.access.audit only and never edited; the actor
+    and channel are kept as text too, so the trail survives deleting either.
+    """
+
+    class Action(models.TextChoices):
+        DOCUMENT_UPLOAD = "document.upload", "Document uploaded"
+        DOCUMENT_DELETE = "document.delete", "Document deleted"
+        DOCUMENT_REINGEST = "document.reingest", "Document re-ingested"
+        DOCUMENT_EDIT = "document.edit", "Title or metadata edited"
+        CHANNEL_CREATE = "channel.create", "Channel created"
+        CHANNEL_CHANGE = "channel.change", "Channel configuration changed"
+        CHANNEL_DELETE = "channel.delete", "Channel deleted"
+        KEY_CREATE = "key.create", "API key created"
+        KEY_CHANGE = "key.change", "API key changed"
+        KEY_REVOKE = "key.revoke", "API key revoked"
+        GRANT_CREATE = "grant.create", "Sign-in granted to a client"
+        GRANT_REVOKE = "grant.revoke", "Sign-in grant revoked"
+        AUTH_REFUSED = "auth.refused", "Authentication refused"
+        AUTH_THROTTLED = "auth.throttled", "Client throttled after failures"
+
+    class Outcome(models.TextChoices):
+        OK = "ok", "Done"
+        REFUSED = "refused", "Refused"
+
+    at = models.DateTimeField(default=timezone.now)
+    action = models.CharField(max_length=32, choices=Action.choices)
+    outcome = models.CharField(
+        max_length=16, choices=Outcome.choices, default=Outcome.OK
+    )
+    actor = models.CharField(max_length=300, help_text="Who, as text.")
+    via = models.CharField(max_length=16, help_text="admin, rest, mcp, command...")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    api_key = models.ForeignKey(
+        ApiKey, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    client_address = models.GenericIPAddressField(null=True, blank=True)
+    channel = models.ForeignKey(
+        Channel, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    channel_slug = models.CharField(max_length=64, blank=True)
+    object_type = models.CharField(max_length=32, blank=True)
+    object_id = models.CharField(max_length=64, blank=True)
+    object_repr = models.CharField(max_length=300, blank=True)
+    detail = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [
+            models.Index(fields=["at"], name="audit_at"),
+            models.Index(fields=["channel", "at"], name="audit_channel_at"),
+            models.Index(fields=["action", "at"], name="audit_action_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.action} {self.actor}"
+
+
+class RateLimitWindow(models.Model):
+    """How many requests (or writes) one credential made in one fixed window.
+
+    `subject` names the credential: "key:<ApiKey id>" or "grant:<SignInGrant id>"
+    (every token of one sign-in grant shares its limits).
+    """
+
+    class Bucket(models.TextChoices):
+        REQUESTS = "requests", "Requests per minute"
+        WRITES = "writes", "Writes per hour"
+
+    subject = models.CharField(max_length=64)
+    bucket = models.CharField(
+        max_length=16, choices=Bucket.choices, default=Bucket.REQUESTS
+    )
+    window_start = models.DateTimeField()
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["subject", "bucket", "window_start"],
+                name="ratelimit_unique_window",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject}/{self.bucket}@{self.window_start:%H:%M}: {self.count}"
+
+
+class SignInGrant(models.Model):
+    """A person's consent, given on the sign-in page, for an OAuth client to use
+    one channel with some scopes. Its tokens are the OAuth library's; revoking
+    the grant revokes them and stops them working at once."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    application = models.ForeignKey(
+        "oauth2_provider.Application", on_delete=models.CASCADE, related_name="+"
+    )
+    channel = models.ForeignKey(
+        Channel, on_delete=models.CASCADE, related_name="sign_in_grants"
+    )
+    # The channel's MCP URL the tokens are bound to (RFC 8707 resource).
+    resource = models.URLField(max_length=500)
+    scopes = ArrayField(models.CharField(max_length=16), default=default_scopes)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "sign-in grant"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "application", "channel"],
+                condition=models.Q(revoked_at__isnull=True),
+                name="signin_grant_one_active",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.application} for {self.user} on {self.channel_id}"
+
+
+class AddressWindow(models.Model):
+    """Events from one client address in one window: failed authentications
+    (per minute, for throttling) and client registrations (per hour)."""
+
+    class Bucket(models.TextChoices):
+        FAILURES = "failures", "Failed authentications per minute"
+        REGISTRATIONS = "registrations", "OAuth client registrations per hour"
+
+    address = models.CharField(max_length=64)
+    bucket = models.CharField(
+        max_length=16, choices=Bucket.choices, default=Bucket.FAILURES
+    )
+    window_start = models.DateTimeField()
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["address", "bucket", "window_start"],
+                name="address_window_unique",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.address}/{self.bucket}@{self.window_start:%H:%M}: {self.count}"

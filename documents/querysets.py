@@ -1,8 +1,6 @@
 """Read paths: QuerySet methods named by intent."""
 
 from django.db import models
-from django.db.models import Value
-from pgvector.django import CosineDistance
 
 
 class DocumentQuerySet(models.QuerySet):
@@ -22,16 +20,3 @@ class DocumentQuerySet(models.QuerySet):
 class ChunkQuerySet(models.QuerySet):
     def for_channel(self, channel):
         return self.filter(channel=channel)
-
-    def nearest(self, vector: list[float], *, exact: bool = False):
-        """Ordered by cosine distance to `vector` (annotated as `distance`).
-
-        With exact=True the ORDER BY cannot use the HNSW index, so PostgreSQL
-        scans the rows the other conditions select and sorts them exactly."""
-        distance = CosineDistance("embedding", vector)
-        order = distance + Value(0.0) if exact else distance
-        return (
-            self.filter(embedding__isnull=False)
-            .annotate(distance=distance)
-            .order_by(order)
-        )

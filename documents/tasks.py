@@ -22,4 +22,17 @@ def ingest_document_task(document_id: int) -> str:
     except Document.DoesNotExist:
         logger.info("Document %s was deleted before ingestion finished", document_id)
         return "deleted"
+    if document.status == Document.Status.READY and document.has_text:
+        prepare_answers_task.enqueue(document_id)
     return document.status
+
+
+# After any ingestion waiting: the document is searchable already, this only
+# makes its answers quicker.
+@task(priority=-10)
+def prepare_answers_task(document_id: int) -> int:
+    """Embed the sentences of a ready document's pages for answers (see
+    documents.generation.vectors.prepare_document); returns how many."""
+    from documents.generation.vectors import prepare_document
+
+    return prepare_document(document_id)

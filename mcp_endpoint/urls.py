@@ -1,9 +1,36 @@
 from django.urls import path
 
-from mcp_endpoint import views
+from mcp_endpoint import auth, citation_pages, discovery, views
 
 urlpatterns = [
     # No trailing slash: clients refuse APPEND_SLASH's redirect of a POST.
     path("mcp/<slug:channel_slug>", views.mcp, name="mcp"),
     path("citations/<str:token>", views.citation, name="mcp_citation"),
+    path(
+        "citations/<str:token>/page",
+        citation_pages.citation_page,
+        name="mcp_citation_page",
+    ),
+    path(
+        "citations/<str:token>/image",
+        citation_pages.citation_page_image,
+        name="mcp_citation_image",
+    ),
+    path(
+        "mcp/<slug:channel_slug>/server-card",
+        discovery.server_card_view,
+        name="mcp_server_card",
+    ),
+    path(".well-known/ai-catalog.json", discovery.ai_catalog, name="ai_catalog"),
+    # Each channel is an OAuth protected resource (RFC 9728).
+    path(
+        ".well-known/oauth-protected-resource/mcp/<slug:channel_slug>",
+        auth.channel_resource_metadata,
+        name="mcp_resource_metadata",
+    ),
+    path(
+        ".well-known/oauth-protected-resource",
+        auth.site_resource_metadata,
+        name="site_resource_metadata",
+    ),
 ]

@@ -21,29 +21,29 @@ from django.http import (
     HttpResponse,
     HttpResponseForbidden,
     HttpResponseGone,
+    HttpResponseRedirect,
     JsonResponse,
     StreamingHttpResponse,
 )
 from django.views.decorators.csrf import csrf_exempt
 
-from documents.services.keys import KeyRejected
+from documents.access import AccessDenied, Admission, aadmit, client_address
 from mcp_endpoint import auth, citations, protocol
-from mcp_endpoint.admission import aadmit
 from mcp_endpoint.protocol.errors import (
+    BODY_TOO_LARGE,
     DATABASE_UNAVAILABLE,
+    FORBIDDEN,
     INTERNAL_ERROR,
     INVALID_REQUEST,
+    RATE_LIMITED,
+    UNAUTHORIZED,
 )
 
 logger = logging.getLogger("mcp_endpoint")
 
-# Transport-level refusals carry a JSON-RPC error without id; codes from the
-# implementation-defined range.
-UNAUTHORIZED = -32001
-FORBIDDEN = -32003
-TOO_LARGE = -32004
-RATE_LIMITED = -32005
 SSE_PING_SECONDS = 15
+# Where project.asgi leaves the admission it made before reading the body.
+ADMISSION_KEY = "quire.admission"
 RETRY_SECONDS = "5"
 
 
@@ -103,6 +103,60 @@ class CallLog:
         )
 
 
+def refusal_for(
+    exc: AccessDenied, request: HttpRequest, channel_slug: str
+) -> JsonResponse:
+    """The transport-level answer to a refused credential, as MCP clients expect
+    it: 401 with a WWW-Authenticate challenge pointing at the channel's
+    protected-resource metadata (RFC 9728), 403 naming a missing scope, 429
+    with Retry-After."""
+    if exc.status == 429:
+        return _refusal(
+            429, RATE_LIMITED, str(exc), Retry_After=str(exc.retry_after or 1)
+        )
+    headers = {}
+    if exc.status == 401 or exc.missing_scope:
+        headers["WWW_Authenticate"] = auth.bearer_challenge(request, channel_slug, exc)
+    code = UNAUTHORIZED if exc.status == 401 else FORBIDDEN
+    return _refusal(exc.status, code, str(exc), **headers)
+
+
+def _outcome(response: HttpResponse, outcome: str) -> HttpResponse:
+    response.quire_outcome = outcome
+    return response
+
+
+async def check_before_body(
+    request: HttpRequest, channel_slug: str
+) -> Admission | HttpResponse:
+    """Origin, method, key, channel and rate limit, from the headers alone:
+    the admission, or the response that refuses the request. The ASGI handler
+    (project.asgi) calls this before the body is read, the view otherwise."""
+    origin = request.headers.get("Origin")
+    if origin and not auth.origin_allowed(origin):
+        return _outcome(
+            _refusal(403, FORBIDDEN, "Origin not allowed"), "origin refused"
+        )
+    if request.method != "POST":
+        response = HttpResponse(status=405)
+        response["Allow"] = "POST"
+        return _outcome(response, "method refused")
+    try:
+        admission = await aadmit(
+            channel_slug,
+            auth.api_key_from(request),
+            via="mcp",
+            address=client_address(request),
+            resource=auth.resource_url(request, channel_slug),
+        )
+    except AccessDenied as exc:
+        outcome = "rate limited" if exc.status == 429 else f"key refused ({exc.status})"
+        return _outcome(refusal_for(exc, request, channel_slug), outcome)
+    if admission.channel is None:  # told only to a valid key: names can't be probed
+        return _outcome(_refusal(404, INVALID_REQUEST, "No channel here"), "no channel")
+    return admission
+
+
 @csrf_exempt
 async def mcp(request: HttpRequest, channel_slug: str) -> HttpResponse:
     """POST /mcp/<channel>: one JSON-RPC message in, one answer out."""
@@ -128,37 +182,17 @@ async def mcp(request: HttpRequest, channel_slug: str) -> HttpResponse:
 async def _serve(
     request: HttpRequest, channel_slug: str, log: CallLog
 ) -> tuple[HttpResponse, str]:
-    origin = request.headers.get("Origin")
-    if origin and not auth.origin_allowed(origin):
-        return _refusal(403, FORBIDDEN, "Origin not allowed"), "origin refused"
-    if request.method != "POST":
-        response = HttpResponse(status=405)
-        response["Allow"] = "POST"
-        return response, "method refused"
-    try:
-        admission = await aadmit(channel_slug, auth.api_key_from(request))
-    except KeyRejected as exc:
-        if exc.status == 401:
-            response = _refusal(401, UNAUTHORIZED, str(exc), WWW_Authenticate="Bearer")
-        else:
-            response = _refusal(exc.status, FORBIDDEN, str(exc))
-        return response, f"key refused ({exc.status})"
-    channel, api_key, retry_after = (
-        admission.channel,
-        admission.api_key,
-        admission.retry_after,
-    )
-    if channel is None:  # told only to a valid key, so names can't be probed
-        return _refusal(404, INVALID_REQUEST, "No channel here"), "no channel"
-    log.key = api_key.prefix
-    if retry_after is not None:
-        message = f"Rate limit reached; retry in {retry_after} s."
-        return _refusal(
-            429, RATE_LIMITED, message, Retry_After=str(retry_after)
-        ), "rate limited"
+    admission = request.scope.get(ADMISSION_KEY) if hasattr(request, "scope") else None
+    if admission is None:
+        early = await check_before_body(request, channel_slug)
+        if isinstance(early, HttpResponse):
+            return early, early.quire_outcome
+        admission = early
+    channel, api_key = admission.channel, admission.api_key
+    log.key = admission.label
 
     limit = settings.MCP_MAX_BODY_BYTES
-    too_large = _refusal(413, TOO_LARGE, f"The body is larger than {limit} bytes.")
+    too_large = _refusal(413, BODY_TOO_LARGE, f"The body is larger than {limit} bytes.")
     try:
         if int(request.headers.get("Content-Length") or 0) > limit:
             return too_large, "too large"
@@ -184,6 +218,8 @@ async def _serve(
         raw_headers=_raw_headers(request),
         channel=channel,
         api_key=api_key,
+        user=admission.user,
+        grant=admission.grant,
         base_url=request.build_absolute_uri("/").rstrip("/"),
     )
     if "text/event-stream" not in accept.lower():
@@ -260,8 +296,15 @@ def citation(request: HttpRequest, token: str) -> HttpResponse:
         return HttpResponseGone("This link has expired; ask for a new one.")
     except signing.BadSignature:
         return HttpResponseForbidden("This link is not valid.")
+    except citations.GrantEnded:
+        return HttpResponseForbidden(
+            "The key (or account) this link was made for no longer has access."
+        )
     if document is None:
         return HttpResponseGone("This document is no longer available.")
+    presigned = citations.stored_file_url(document)
+    if presigned is not None:
+        return HttpResponseRedirect(presigned)
     return FileResponse(
         document.file.open("rb"),
         content_type=document.content_type or "application/octet-stream",

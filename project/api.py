@@ -17,10 +17,12 @@ from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.openapi.docs import Swagger
 
-from documents.api import ApiKeyHeader, BearerKey, RateLimited, router
+from documents.access import AccessDenied
+from documents.api import ApiKeyHeader, BearerKey, router
+from documents.api.auth import admit_request, required_scope
 from documents.filters import FilterError
 from documents.generation import GenerationError
-from documents.services.keys import KeyRejected
+from mcp_endpoint.auth import bearer_challenge
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +35,7 @@ def problem(
     *,
     errors: list[dict] | None = None,
     headers: dict[str, str] | None = None,
+    **extra: Any,
 ) -> HttpResponse:
     """A problem-details response; `title` is the status phrase (type about:blank)."""
     body: dict[str, Any] = {
@@ -43,6 +46,7 @@ def problem(
     }
     if errors is not None:
         body["errors"] = errors
+    body.update(extra)
     response = HttpResponse(
         json.dumps(body, ensure_ascii=False),
         status=status,
@@ -112,24 +116,43 @@ def bad_filter(request: HttpRequest, exc: FilterError) -> HttpResponse:
     return problem(400, str(exc))
 
 
-@api.exception_handler(KeyRejected)
-def key_rejected(request: HttpRequest, exc: KeyRejected) -> HttpResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-    return problem(exc.status, str(exc), headers=headers)
+def access_denied_problem(exc: AccessDenied, request: HttpRequest) -> HttpResponse:
+    """401 with a Bearer challenge pointing at the channel's protected-resource
+    metadata, 403 naming a missing scope, 429 with Retry-After; used for
+    refusals before the body is read too."""
+    headers: dict[str, str] = {}
+    extra: dict[str, Any] = {}
+    slug, _ = required_scope(request.method, request.path)
+    if exc.status == 401 or exc.missing_scope:
+        headers["WWW-Authenticate"] = bearer_challenge(request, slug, exc)
+    if exc.missing_scope:
+        extra["missing_scope"] = exc.missing_scope
+    if exc.retry_after is not None:
+        headers["Retry-After"] = str(exc.retry_after)
+    return problem(exc.status, str(exc), headers=headers, **extra)
 
 
-@api.exception_handler(RateLimited)
-def rate_limited(request: HttpRequest, exc: RateLimited) -> HttpResponse:
-    return problem(429, str(exc), headers={"Retry-After": str(exc.retry_after)})
+@api.exception_handler(AccessDenied)
+def key_rejected(request: HttpRequest, exc: AccessDenied) -> HttpResponse:
+    return access_denied_problem(exc, request)
 
 
 @api.exception_handler(AuthenticationError)
 def not_authenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
-    return problem(
-        401,
-        "An API key is required (Authorization: Bearer <key> or api-key: <key>).",
-        headers={"WWW-Authenticate": "Bearer"},
-    )
+    """No key at all: refused (and recorded, and throttled) like a bad one."""
+    slug, scope = required_scope(request.method, request.path)
+    try:
+        admit_request(request, slug, scope)
+    except AccessDenied as denied:
+        if denied.status == 401:
+            denied = AccessDenied(
+                "An API key is required (Authorization: Bearer <key> or "
+                "api-key: <key>).",
+                status=401,
+                credentials_given=False,
+            )
+        return access_denied_problem(denied, request)
+    return problem(401, "An API key is required.")
 
 
 @api.exception_handler(HttpError)

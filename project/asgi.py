@@ -3,18 +3,24 @@
 Static files (the admin's CSS and JavaScript) are served by the application
 itself, from the apps' static folders, so a single uvicorn process is a working
 site; a deployment behind a proxy or CDN may serve STATIC_ROOT instead after
-`manage.py collectstatic`.
+`manage.py collectstatic`. Requests are checked before their bodies are read
+(project.prechecks), and keys never reach the access log (project.logs).
 """
 
 import os
 
+import django
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-from django.core.asgi import get_asgi_application
-
-from project.body_limit import BodyLimitMiddleware
-from project.request_threads import ReusedRequestThreads
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+django.setup(set_prefix=False)
+
+from project.body_limit import BodyLimitMiddleware  # noqa: E402
+from project.logs import redact_access_log  # noqa: E402
+from project.prechecks import QuireASGIHandler  # noqa: E402
+from project.request_threads import ReusedRequestThreads  # noqa: E402
+
+redact_access_log()
 application = ReusedRequestThreads(
-    BodyLimitMiddleware(ASGIStaticFilesHandler(get_asgi_application()))
+    BodyLimitMiddleware(ASGIStaticFilesHandler(QuireASGIHandler()))
 )

@@ -11,9 +11,8 @@ import json
 
 from django.conf import settings
 
-MCP_PREFIX = "/mcp/"
-# The MCP view's own transport-level code for a body over the limit.
-MCP_TOO_LARGE = -32004
+from documents.models import MCP_PATH_PREFIX as MCP_PREFIX
+from mcp_endpoint.protocol.errors import BODY_TOO_LARGE as MCP_TOO_LARGE
 
 
 class BodyTooLarge(Exception):

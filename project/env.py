@@ -4,7 +4,9 @@ Each reader fails fast with ImproperlyConfigured naming the variable and the val
 so a typo in deployment stops start-up instead of silently falling back.
 """
 
+import json
 import os
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -68,3 +70,51 @@ def env_choice(name: str, default: str, choices: list[str]) -> str:
             f"{name}={value!r} is not one of: {', '.join(choices)}."
         )
     return value
+
+
+def env_chat_endpoints(name: str) -> dict[str, dict]:
+    """The chat-model endpoints the operator declares, as JSON:
+    {"<name>": {"base_url": "https://…/v1", "api_key_env": "VAR", "models": [...]}}.
+
+    Channels pick one by name; nothing else can make the server call a URL or
+    read an environment variable on a channel editor's behalf. `api_key_env` and
+    `models` are optional (no key; any model name).
+    """
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} is not valid JSON ({exc}).") from None
+    if not isinstance(value, dict):
+        raise ImproperlyConfigured(f"{name} must be a JSON object of endpoints.")
+    endpoints = {}
+    for key, spec in value.items():
+        where = f"{name}[{key!r}]"
+        if not isinstance(spec, dict) or set(spec) - {
+            "base_url",
+            "api_key_env",
+            "models",
+        }:
+            raise ImproperlyConfigured(
+                f"{where} must be an object with base_url, api_key_env, models."
+            )
+        base_url = spec.get("base_url")
+        parts = urlsplit(base_url) if isinstance(base_url, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ImproperlyConfigured(f"{where}.base_url must be an http(s) URL.")
+        api_key_env = spec.get("api_key_env") or ""
+        models = spec.get("models") or []
+        if not isinstance(api_key_env, str) or not (
+            isinstance(models, list) and all(isinstance(m, str) for m in models)
+        ):
+            raise ImproperlyConfigured(
+                f"{where}: api_key_env is a variable name, models a list of names."
+            )
+        endpoints[key] = {
+            "base_url": base_url.rstrip("/"),
+            "api_key_env": api_key_env,
+            "models": models,
+        }
+    return endpoints

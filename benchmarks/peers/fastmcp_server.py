@@ -7,7 +7,7 @@ HTTP, JSON responses), exposing list_documents, retrieve_text_chunks and get_pag
 of one channel (PEER_CHANNEL, a slug) by calling Quire's own services on Quire's
 database (QUIRE_DATABASE_NAME). Tool schemas come from the function signatures,
 fixed at start-up, as FastMCP does. Every request must carry an API key that opens
-the channel (checked with Quire's authenticate_api_key, as the peer's gateway
+the channel (checked with Quire's documents.access.admit, as the peer's gateway
 would), unless PEER_AUTH=0.
 """
 
@@ -35,10 +35,10 @@ from mcp.types import ImageContent, TextContent  # noqa: E402
 from pydantic import Field  # noqa: E402
 
 from documents import listing  # noqa: E402
+from documents.access import AccessDenied, aadmit  # noqa: E402
 from documents.filters import FilterError  # noqa: E402
 from documents.models import Channel  # noqa: E402
 from documents.search import service  # noqa: E402
-from documents.services.keys import KeyRejected, aauthenticate_api_key  # noqa: E402
 from mcp_endpoint import auth  # noqa: E402
 from mcp_endpoint.registry import ToolError as QuireToolError  # noqa: E402
 from mcp_endpoint.tools.documents import _read_pages  # noqa: E402
@@ -150,10 +150,8 @@ async def app(scope, receive, send):
     """The FastMCP app behind an API-key check on each HTTP request."""
     if CHECK_KEYS and scope["type"] == "http":
         try:
-            await aauthenticate_api_key(
-                auth.api_key_from(_Headers(scope)), channel=await _channel()
-            )
-        except KeyRejected as exc:
+            await aadmit(CHANNEL_SLUG, auth.api_key_from(_Headers(scope)), via="mcp")
+        except AccessDenied as exc:
             await _refuse(send, exc.status, str(exc))
             return
     await _mcp_app(scope, receive, send)

@@ -1,3 +1,11 @@
-"""The Quire admin: channels, documents (upload, preview), API keys, feedback."""
+"""The Quire admin: channels, documents (upload, preview), API keys, feedback,
+the audit trail."""
 
-from documents.admin import channels, documents, feedback, keys  # noqa: F401
+from documents.admin import (  # noqa: F401
+    audit,
+    channels,
+    documents,
+    feedback,
+    grants,
+    keys,
+)

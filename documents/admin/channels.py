@@ -1,6 +1,7 @@
 """Channels, edited with their metadata fields inline."""
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -10,8 +11,11 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
-from documents.models import Channel, Document, MetadataField
-from documents.services.channels import bump_corpus_version
+from documents import access
+from documents.admin.curation import actor
+from documents.models import Channel, Chunk, Document, MetadataField
+from documents.services.channels import record_channel_change
+from documents.services.documents import delete_channel
 
 
 class MetadataFieldFormSet(BaseInlineFormSet):
@@ -64,9 +68,37 @@ class MetadataFieldInline(admin.TabularInline):
     }
 
 
+class ChannelForm(forms.ModelForm):
+    """The channel form; the chat-model endpoint is chosen from those the
+    operator declared (CHAT_MODEL_ENDPOINTS), never typed in."""
+
+    class Meta:
+        model = Channel
+        exclude: list[str] = []  # the admin's fieldsets decide
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "generator_endpoint" in self.fields:
+            endpoints = sorted(settings.CHAT_MODEL_ENDPOINTS)
+            self.fields["generator_endpoint"] = forms.ChoiceField(
+                choices=[("", "(none)")] + [(name, name) for name in endpoints],
+                required=False,
+                label="Chat-model endpoint",
+                help_text="Declared by the operator (CHAT_MODEL_ENDPOINTS)."
+                if endpoints
+                else "None declared on this server: the operator sets "
+                "CHAT_MODEL_ENDPOINTS to offer chat models.",
+            )
+
+
+ACCESS_FIELDS = ["curators", "curator_groups", "readers", "reader_groups"]
+
+
 @admin.register(Channel)
 class ChannelAdmin(admin.ModelAdmin):
+    form = ChannelForm
     inlines = [MetadataFieldInline]
+    filter_horizontal = ACCESS_FIELDS
     list_display = [
         "name",
         "slug",
@@ -97,9 +129,8 @@ class ChannelAdmin(admin.ModelAdmin):
             {
                 "fields": [
                     "generator_kind",
-                    "generator_base_url",
+                    "generator_endpoint",
                     "generator_model",
-                    "generator_api_key_env",
                     "generator_temperature",
                     "generator_timeout",
                 ]
@@ -119,6 +150,8 @@ class ChannelAdmin(admin.ModelAdmin):
                     "tool_retrieve_text_chunks",
                     "tool_rag_search",
                     "tool_submit_feedback",
+                    "tool_research",
+                    "listed",
                 ]
             },
         ),
@@ -131,10 +164,26 @@ class ChannelAdmin(admin.ModelAdmin):
         ),
     ]
 
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = list(super().get_fieldsets(request, obj))
+        if request.user.is_superuser:
+            access_fieldset = (
+                "Access",
+                {
+                    "fields": ACCESS_FIELDS,
+                    "description": "Curators see and edit this channel and its "
+                    "documents; readers may use it in the playground. Only "
+                    "superusers change this list.",
+                },
+            )
+            fieldsets.insert(1, access_fieldset)
+        return fieldsets
+
     def get_queryset(self, request):
         return (
             super()
             .get_queryset(request)
+            .filter(pk__in=access.channels_for(request.user).values("pk"))
             .annotate(
                 document_total=Count("documents"),
                 ready_total=Count(
@@ -155,10 +204,63 @@ class ChannelAdmin(admin.ModelAdmin):
 
     @admin.display(description="MCP endpoint")
     def mcp_path(self, channel: Channel) -> str:
-        return f"/mcp/{channel.slug}" if channel.slug else "-"
+        return channel.mcp_path if channel.slug else "-"
+
+    def _allowed(self, request, obj) -> bool:
+        return obj is None or access.can_curate(request.user, obj)
+
+    def has_view_permission(self, request, obj=None):
+        return super().has_view_permission(request, obj) and self._allowed(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and self._allowed(
+            request, obj
+        )
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and self._allowed(
+            request, obj
+        )
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if not change and not request.user.is_superuser:
+            obj.curators.add(request.user)  # the creator keeps sight of it
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
-        if change:
-            # Field definitions feed the MCP schemas and cached answers.
-            bump_corpus_version(channel_id=form.instance.pk)
+        # Field definitions feed the MCP schemas and cached answers.
+        changed = sorted(
+            set(form.changed_data)
+            | {
+                f"field {row.cleaned_data.get('name', '?')}"
+                for formset in formsets
+                for row in formset.forms
+                if row.has_changed()
+            }
+        )
+        record_channel_change(
+            channel=form.instance,
+            actor=actor(request),
+            changes=("Created: " if not change else "Changed: ")
+            + (", ".join(changed) or "nothing"),
+        )
+
+    def get_deleted_objects(self, objs, request):
+        # Counts rather than every page and chunk on the confirmation page.
+        channels = list(objs)
+        ids = [channel.pk for channel in channels]
+        counts = {
+            "channels": len(channels),
+            "documents": Document.objects.filter(channel_id__in=ids).count(),
+            "chunks": Chunk.objects.filter(channel_id__in=ids).count(),
+        }
+        perms_needed = set() if self.has_delete_permission(request) else {"channel"}
+        return [str(channel) for channel in channels], counts, perms_needed, []
+
+    def delete_model(self, request, obj):
+        delete_channel(channel=obj, actor=actor(request))
+
+    def delete_queryset(self, request, queryset):
+        for channel in queryset:
+            delete_channel(channel=channel, actor=actor(request))

@@ -15,12 +15,13 @@ from django.utils.http import urlencode
 from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
+from documents.admin.curation import CuratedChannelFilter, CuratedChannelsAdmin, actor
 from documents.forms import (
     DocumentMetadataForm,
     UploadChannelForm,
     UploadDocumentsForm,
 )
-from documents.models import Channel, Chunk, Document, Page
+from documents.models import Chunk, Document, Page
 from documents.services import documents as document_services
 
 # Originals are shown inline only as types a browser will not run as a page;
@@ -33,7 +34,7 @@ INLINE_TYPES = {
 
 
 @admin.register(Document)
-class DocumentAdmin(admin.ModelAdmin):
+class DocumentAdmin(CuratedChannelsAdmin):
     list_display = [
         "id",
         "display_title",
@@ -45,7 +46,7 @@ class DocumentAdmin(admin.ModelAdmin):
         "created_at",
     ]
     list_display_links = ["id", "display_title"]
-    list_filter = ["status", "channel"]
+    list_filter = ["status", CuratedChannelFilter]
     list_select_related = ["channel"]
     list_per_page = 100
     search_fields = ["title", "original_filename"]
@@ -65,6 +66,7 @@ class DocumentAdmin(admin.ModelAdmin):
         "page_count",
         "chunk_count",
         "page_links",
+        "added_by",
         "ingested_at",
         "created_at",
         "updated_at",
@@ -82,6 +84,15 @@ class DocumentAdmin(admin.ModelAdmin):
         return Truncator(document.status_reason).chars(80)
 
     # Detail fields
+
+    @admin.display(description="Added by")
+    def added_by(self, document: Document) -> str:
+        if document.created_by_key_id is not None:
+            key = document.created_by_key
+            return f"API key {key.prefix}… ({key.name})"
+        if document.created_by_id is not None:
+            return f"{document.created_by.get_username()} (admin)"
+        return "command line or demo loader"
 
     @admin.display(description="Metadata")
     def metadata_json(self, document: Document) -> str:
@@ -116,7 +127,7 @@ class DocumentAdmin(admin.ModelAdmin):
     # Permissions and the built-in views
 
     def has_add_permission(self, request) -> bool:
-        return super().has_add_permission(request) and Channel.objects.exists()
+        return super().has_add_permission(request) and self.curated(request).exists()
 
     def add_view(self, request, form_url="", extra_context=None):
         return redirect(self._url_name("upload"))
@@ -144,18 +155,18 @@ class DocumentAdmin(admin.ModelAdmin):
         return [str(document) for document in documents], counts, perms_needed, []
 
     def delete_model(self, request, obj):
-        document_services.delete_document(document=obj)
+        document_services.delete_document(document=obj, actor=actor(request))
 
     def delete_queryset(self, request, queryset):
         for document in queryset:
-            document_services.delete_document(document=document)
+            document_services.delete_document(document=document, actor=actor(request))
 
     # Actions
 
     @admin.action(description="Re-ingest selected documents", permissions=["change"])
     def reingest_selected(self, request, queryset):
         for document in queryset:
-            document_services.reingest_document(document=document)
+            document_services.reingest_document(document=document, actor=actor(request))
         self.message_user(
             request,
             f"Queued {len(queryset)} document(s) for ingestion.",
@@ -205,7 +216,9 @@ class DocumentAdmin(admin.ModelAdmin):
         that channel's metadata fields. Files are queued, never ingested here."""
         if not super().has_add_permission(request):
             raise PermissionDenied
-        channel_form = UploadChannelForm(request.GET or None)
+        channel_form = UploadChannelForm(
+            request.GET or None, channels=self.curated(request)
+        )
         if not channel_form.is_valid():
             return self._render_upload(request, channel_form=channel_form)
         channel = channel_form.cleaned_data["channel"]
@@ -224,6 +237,7 @@ class DocumentAdmin(admin.ModelAdmin):
                     filename=upload.name,
                     metadata=form.cleaned_data["metadata"],
                     content_type=upload.content_type,
+                    actor=actor(request),
                 )
             except document_services.DuplicateDocument as exc:
                 duplicates.append(exc.messages[0])
@@ -277,6 +291,7 @@ class DocumentAdmin(admin.ModelAdmin):
                         document=document,
                         title=form.cleaned_data["title"],
                         metadata=form.cleaned_data["metadata"],
+                        actor=actor(request),
                     )
                 except ValidationError as exc:
                     form.add_error(None, exc)
@@ -297,8 +312,9 @@ class DocumentAdmin(admin.ModelAdmin):
         )
 
     def _document_or_404(self, request, object_id: int) -> Document:
+        # Only documents of channels the user curates exist here.
         document = get_object_or_404(
-            Document.objects.select_related("channel"), pk=object_id
+            self.get_queryset(request).select_related("channel"), pk=object_id
         )
         if not self.has_view_permission(request, document):
             raise PermissionDenied
@@ -311,7 +327,7 @@ class DocumentAdmin(admin.ModelAdmin):
         document = self._document_or_404(request, object_id)
         if not self.has_change_permission(request, document):
             raise PermissionDenied
-        document_services.reingest_document(document=document)
+        document_services.reingest_document(document=document, actor=actor(request))
         self.message_user(
             request, f"Queued “{document}” for ingestion.", messages.SUCCESS
         )

@@ -1,13 +1,14 @@
-"""Feedback from MCP clients: read-only for administrators."""
+"""Feedback from MCP clients: read-only for the channel's curators."""
 
 from django.contrib import admin
 from django.utils.text import Truncator
 
+from documents.admin.curation import CuratedChannelFilter, CuratedChannelsAdmin
 from documents.models import Feedback
 
 
 @admin.register(Feedback)
-class FeedbackAdmin(admin.ModelAdmin):
+class FeedbackAdmin(CuratedChannelsAdmin):
     list_display = [
         "created_at",
         "channel",
@@ -15,7 +16,7 @@ class FeedbackAdmin(admin.ModelAdmin):
         "query_excerpt",
         "comment_excerpt",
     ]
-    list_filter = ["channel", "score"]
+    list_filter = [CuratedChannelFilter, "score"]
     list_select_related = ["channel", "api_key"]
     search_fields = ["query", "answer", "comment"]
     fields = ["channel", "api_key", "score", "query", "answer", "comment", "created_at"]

@@ -1,13 +1,19 @@
-"""API keys: created through the keys service, shown once, revoked by an action."""
+"""API keys: created through the keys service, shown once, revoked by an action.
+
+Staff who aren't superusers see the keys whose channels they all curate, and
+give keys only their own channels.
+"""
 
 from django.contrib import admin, messages
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.html import format_html
 
+from documents import access
+from documents.admin.curation import CuratedChannelsFilter, actor
 from documents.forms import ApiKeyForm
-from documents.models import ApiKey
-from documents.services.keys import create_api_key, revoke_api_key
+from documents.models import ApiKey, Channel
+from documents.services.keys import create_api_key, revoke_api_key, update_api_key
 
 
 class KeyStateFilter(admin.SimpleListFilter):
@@ -38,16 +44,19 @@ class ApiKeyAdmin(admin.ModelAdmin):
         "name",
         "key_prefix",
         "channel_list",
+        "scope_list",
         "created_at",
         "last_used_at",
         "expires_at",
         "state",
     ]
-    list_filter = [KeyStateFilter, "channels"]
+    list_filter = [KeyStateFilter, CuratedChannelsFilter]
     search_fields = ["name", "prefix"]
     actions = ["revoke_selected"]
     readonly_fields = [
         "key_prefix",
+        "scope_list",
+        "created_by",
         "created_at",
         "last_used_at",
         "revoked_at",
@@ -55,17 +64,50 @@ class ApiKeyAdmin(admin.ModelAdmin):
     ]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).prefetch_related("channels")
+        keys = super().get_queryset(request).prefetch_related("channels")
+        if request.user.is_superuser:
+            return keys
+        # Keys that open any channel the user doesn't curate stay hidden.
+        foreign = Channel.objects.exclude(
+            pk__in=access.channels_for(request.user).values("pk")
+        )
+        return (
+            keys.exclude(channels__in=foreign)
+            .filter(Q(channels__isnull=False) | Q(created_by=request.user))
+            .distinct()
+        )
+
+    def _allowed(self, request, obj) -> bool:
+        return obj is None or self.get_queryset(request).filter(pk=obj.pk).exists()
+
+    def has_view_permission(self, request, obj=None):
+        return super().has_view_permission(request, obj) and self._allowed(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and self._allowed(
+            request, obj
+        )
+
+    def has_delete_permission(self, request, obj=None):
+        # Keys are revoked, never deleted: the audit trail keeps naming them.
+        return False
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.base_fields["channels"].queryset = access.channels_for(request.user)
+        return form
 
     def get_fields(self, request, obj=None):
         if obj is None:
-            return ["name", "channels", "expires_at"]
+            return ["name", "channels", "write", "expires_at"]
         return [
             "name",
             "key_prefix",
             "state",
             "channels",
+            "write",
             "expires_at",
+            "created_by",
             "created_at",
             "last_used_at",
             "revoked_at",
@@ -80,6 +122,10 @@ class ApiKeyAdmin(admin.ModelAdmin):
         # Reads the prefetched channels: one query for the whole page.
         return ", ".join(channel.slug for channel in api_key.channels.all())
 
+    @admin.display(description="Scopes")
+    def scope_list(self, api_key: ApiKey) -> str:
+        return " + ".join(api_key.scopes)
+
     @admin.display(description="State")
     def state(self, api_key: ApiKey) -> str:
         if api_key.revoked_at is not None:
@@ -89,13 +135,23 @@ class ApiKeyAdmin(admin.ModelAdmin):
         return "active"
 
     def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
         if change:
-            super().save_model(request, obj, form, change)
+            update_api_key(
+                api_key=obj,
+                actor=actor(request),
+                name=data["name"],
+                channels=list(data["channels"]),
+                scopes=form.scopes(),
+                expires_at=data["expires_at"],
+            )
             return
         new = create_api_key(
-            name=form.cleaned_data["name"],
-            channels=list(form.cleaned_data["channels"]),
-            expires_at=form.cleaned_data["expires_at"],
+            name=data["name"],
+            channels=list(data["channels"]),
+            expires_at=data["expires_at"],
+            scopes=form.scopes(),
+            actor=actor(request),
         )
         # The admin goes on with `obj` (history entry, redirect): make it the row
         # the service created.
@@ -103,6 +159,8 @@ class ApiKeyAdmin(admin.ModelAdmin):
             setattr(obj, field.attname, getattr(new.api_key, field.attname))
         obj._state.adding = False
         obj._state.db = new.api_key._state.db
+        # Messages live in the session (settings.MESSAGE_STORAGE): the key never
+        # travels in a cookie, and is gone once shown.
         messages.warning(
             request,
             format_html(
@@ -114,14 +172,12 @@ class ApiKeyAdmin(admin.ModelAdmin):
         )
 
     def save_related(self, request, form, formsets, change):
-        if change:  # a new key's channels were set by create_api_key
-            super().save_related(request, form, formsets, change)
+        pass  # the keys service set the channels
 
     @admin.action(description="Revoke selected API keys", permissions=["change"])
     def revoke_selected(self, request, queryset):
-        revoked = 0
-        for api_key in queryset:
-            if api_key.revoked_at is None:
-                revoke_api_key(api_key=api_key)
-                revoked += 1
+        revoked = sum(
+            revoke_api_key(api_key=api_key, actor=actor(request))
+            for api_key in queryset
+        )
         self.message_user(request, f"Revoked {revoked} API key(s).", messages.SUCCESS)

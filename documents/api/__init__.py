@@ -3,7 +3,7 @@
 return a `...Out` schema; errors are the services' own exceptions, turned into
 problem details by project.api."""
 
-from documents.api.auth import ApiKeyHeader, BearerKey, RateLimited
+from documents.api.auth import ApiKeyHeader, BearerKey
 from documents.api.routes import router
 
-__all__ = ["ApiKeyHeader", "BearerKey", "RateLimited", "router"]
+__all__ = ["ApiKeyHeader", "BearerKey", "router"]

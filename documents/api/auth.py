@@ -1,22 +1,27 @@
-"""API keys for the REST API: the same keys, checks and rate limit as MCP."""
+"""API keys for the REST API: the same keys, scopes, checks and limits as MCP.
+
+Every route names the scope it needs (`open_channel(request, slug, WRITE)`);
+`required_scope` states the same rule from the method and path alone, so the
+ASGI handler can refuse a request before its body is read
+(`check_before_body`, called by project.asgi). A test keeps the two in step.
+"""
+
+import re
 
 from django.http import Http404, HttpRequest
 from ninja.security import APIKeyHeader, HttpBearer
 
-from documents.models import Channel, Document
-from mcp_endpoint.admission import admit
+from documents import access
+from documents.access import AccessDenied, Admission, Scope
+from documents.limits import MAX_ID, MAX_PAGE
+from documents.models import MCP_PATH_PREFIX, Channel, Document
 
-
-class RateLimited(Exception):
-    """The key used up its requests for this minute (shared with MCP calls)."""
-
-    def __init__(self, retry_after: int):
-        super().__init__(f"Rate limit reached; retry in {retry_after} s.")
-        self.retry_after = retry_after
-
-
-# Authentication: both schemes hand the raw key on; every view then checks it
-# against the channel it names with mcp_endpoint.admission.admit.
+# Where project.asgi leaves the admission it made before reading the body.
+ADMISSION_KEY = "quire.admission"
+API_PREFIX = "/api/"
+_CHANNEL_PATH = re.compile(r"^/api/channels/(?P<slug>[-a-zA-Z0-9_]+)(?P<rest>/.*)?$")
+_WRITE_PATH = re.compile(r"^/documents(/\d+(/reingest)?)?/?$")
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class BearerKey(HttpBearer):
@@ -31,21 +36,92 @@ class ApiKeyHeader(APIKeyHeader):
         return (key or "").strip() or None
 
 
-def open_channel(request: HttpRequest, slug: str) -> Channel:
-    """The channel `slug`, if the request's key opens it (else 401/403/404) and
-    has requests left this minute (else 429). As on the MCP endpoint, only a
-    valid key learns that a channel does not exist."""
-    admission = admit(slug, request.auth)
+def required_scope(method: str, path: str) -> tuple[str | None, str]:
+    """(channel slug or None, scope) that a REST request needs: writes to a
+    channel's documents (upload, delete, re-ingest) need "write", all else
+    "read"."""
+    match = _CHANNEL_PATH.match(path)
+    if match is None:
+        return None, Scope.READ
+    rest = match["rest"] or ""
+    if method.upper() in WRITE_METHODS and _WRITE_PATH.match(rest):
+        return match["slug"], Scope.WRITE
+    return match["slug"], Scope.READ
+
+
+def _raw_key(request: HttpRequest) -> str | None:
+    authorization = request.headers.get("Authorization", "")
+    scheme, _, credentials = authorization.partition(" ")
+    if scheme.lower() == "bearer" and credentials.strip():
+        return credentials.strip()
+    return request.headers.get("api-key", "").strip() or None
+
+
+def _stashed(request: HttpRequest, slug: str | None, scope: str) -> Admission | None:
+    admission = (getattr(request, "scope", None) or {}).get(ADMISSION_KEY)
+    if admission is None or (scope == Scope.WRITE and admission.scope != scope):
+        return None
+    if slug is not None and (
+        admission.channel is None or admission.channel.slug != slug
+    ):
+        return None
+    return admission
+
+
+def admit_request(
+    request: HttpRequest, slug: str | None, scope: str = Scope.READ
+) -> Admission:
+    """The request's admission for `slug` with `scope` (AccessDenied if refused);
+    made before the body was read when the ASGI handler did it."""
+    admission = _stashed(request, slug, scope)
+    if admission is None:
+        admission = access.admit(
+            slug,
+            getattr(request, "auth", None) or _raw_key(request),
+            scope=scope,
+            via="rest",
+            address=access.client_address(request),
+            # A sign-in token works here for the channel it was issued for.
+            resource=request.build_absolute_uri(MCP_PATH_PREFIX + slug)
+            if slug
+            else None,
+        )
     request.api_key = admission.api_key
+    request.admission = admission
+    request.actor = admission.actor(via="rest", address=access.client_address(request))
+    return admission
+
+
+def open_channel(request: HttpRequest, slug: str, scope: str = Scope.READ) -> Channel:
+    """The channel `slug`, if the request's key opens it with `scope` (else
+    401/403/429 as AccessDenied). As on the MCP endpoint, only a valid key
+    learns that a channel does not exist (404)."""
+    admission = admit_request(request, slug, scope)
     if admission.channel is None:
         raise Http404(f"There is no channel {slug!r}.")
-    if admission.retry_after is not None:
-        raise RateLimited(admission.retry_after)
     return admission.channel
 
 
+def check_before_body(request: HttpRequest) -> Admission | AccessDenied | None:
+    """For project.asgi: the admission of a REST request with a body, made from
+    its headers; the refusal to send instead; None when no check applies."""
+    slug, scope = required_scope(request.method, request.path)
+    if slug is None:
+        return None
+    try:
+        return admit_request(request, slug, scope)
+    except AccessDenied as exc:
+        return exc
+
+
 def channel_document(channel: Channel, document_id: int) -> Document:
-    document = Document.objects.for_channel(channel).filter(pk=document_id).first()
+    document = None
+    if 1 <= document_id <= MAX_ID:
+        document = Document.objects.for_channel(channel).filter(pk=document_id).first()
     if document is None:
         raise Http404(f"Channel {channel.slug!r} has no document {document_id}.")
     return document
+
+
+def page_in_range(number: int) -> bool:
+    return 1 <= number <= MAX_PAGE

@@ -1,8 +1,5 @@
 """The REST routes: one router, mounted at /api/ by project.api."""
 
-import json
-from dataclasses import asdict
-
 from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
 from django.http import Http404, HttpRequest, HttpResponse
@@ -12,28 +9,33 @@ from ninja.errors import HttpError
 from ninja.files import UploadedFile
 
 from documents import generation, listing
-from documents.api.auth import channel_document, open_channel
+from documents.access import Scope
+from documents.api.auth import (
+    admit_request,
+    channel_document,
+    open_channel,
+    page_in_range,
+)
 from documents.api.schemas import (
     AnswerIn,
-    AnswerOut,
     ChannelDetailOut,
     ChannelOut,
-    DocumentListOut,
     DocumentListQuery,
     DocumentOut,
     FeedbackIn,
     FeedbackOut,
     PageOut,
     SearchIn,
-    SearchOut,
     responses,
 )
 from documents.filters import filter_schema
+from documents.limits import TooComplex, parse_json
 from documents.models import Channel, Document, Page
+from documents.regions import add_passage_regions
+from documents.results import Answer, ChunkList, DocumentPage
 from documents.search.service import retrieve_chunks
 from documents.services import documents as document_services
-from documents.services.keys import authenticate_api_key
-from mcp_endpoint.services import submit_feedback
+from documents.services.feedback import submit_feedback
 
 router = Router()
 
@@ -43,7 +45,9 @@ def parse_filter(raw: str | None) -> dict | None:
     if raw is None or not raw.strip():
         return None
     try:
-        value = json.loads(raw)
+        value = parse_json(raw, what="metadata_filter")
+    except TooComplex as exc:
+        raise HttpError(400, str(exc)) from None
     except ValueError:
         raise HttpError(400, "metadata_filter must be a JSON object.") from None
     if value is not None and not isinstance(value, dict):
@@ -56,7 +60,7 @@ def _channel_out(channel: Channel) -> dict:
         "slug": channel.slug,
         "name": channel.name,
         "description": channel.description,
-        "mcp_path": reverse("mcp", args=[channel.slug]),
+        "mcp_path": channel.mcp_path,
         "tools": channel.enabled_tools(),
         "fields": list(channel.metadata_fields.all()),
     }
@@ -76,7 +80,17 @@ def _document_out(document: Document) -> dict:
         "metadata": document.metadata,
         "created_at": document.created_at,
         "ingested_at": document.ingested_at,
+        "added_by": _added_by(document),
     }
+
+
+def _added_by(document: Document) -> str:
+    if document.created_by_key_id is not None:
+        key = document.created_by_key
+        return f"key {key.prefix}… ({key.name})"
+    if document.created_by_id is not None:
+        return f"user {document.created_by.get_username()}"
+    return ""
 
 
 # Channels
@@ -85,8 +99,12 @@ def _document_out(document: Document) -> dict:
 @router.get("/channels", response=responses({200: list[ChannelOut]}), tags=["channels"])
 def list_channels(request: HttpRequest):
     """The channels the key opens, by slug."""
-    api_key = authenticate_api_key(request.auth, channel=None)
-    channels = api_key.channels.prefetch_related("metadata_fields").order_by("slug")
+    admission = admit_request(request, None)
+    if admission.api_key is not None:
+        channels = admission.api_key.channels.all()
+    else:  # a sign-in token opens the channel of its grant
+        channels = Channel.objects.filter(pk=admission.grant.channel_id)
+    channels = channels.prefetch_related("metadata_fields").order_by("slug")
     return [_channel_out(channel) for channel in channels]
 
 
@@ -104,7 +122,7 @@ def get_channel(request: HttpRequest, slug: str):
 
 @router.get(
     "/channels/{slug}/documents",
-    response=responses({200: DocumentListOut}),
+    response=responses({200: DocumentPage}),
     tags=["documents"],
 )
 def list_channel_documents(
@@ -137,10 +155,13 @@ def upload_document(
     or a PNG/JPEG/TIFF image) with its metadata (a JSON object); it is stored
     and queued for ingestion (202, status `pending`). A file already in the
     channel (same SHA-256) is not stored again: the answer is 200 with the
-    document that holds it (re-ingest that one to read it again)."""
-    channel = open_channel(request, slug)
+    document that holds it (re-ingest that one to read it again). Needs the
+    `write` scope."""
+    channel = open_channel(request, slug, Scope.WRITE)
     try:
-        values = json.loads(metadata) if metadata.strip() else {}
+        values = parse_json(metadata, what="metadata") if metadata.strip() else {}
+    except TooComplex as exc:
+        raise ValidationError(str(exc)) from None
     except ValueError:
         raise ValidationError("metadata must be a JSON object.") from None
     if not isinstance(values, dict):
@@ -153,6 +174,7 @@ def upload_document(
             title=title,
             metadata=values,
             content_type=file.content_type,
+            actor=request.actor,
         )
     except document_services.DuplicateDocument as duplicate:
         return Status(200, _document_out(duplicate.existing))
@@ -176,9 +198,12 @@ def get_document(request: HttpRequest, slug: str, document_id: int):
     tags=["documents"],
 )
 def delete_document(request: HttpRequest, slug: str, document_id: int):
-    """Delete a document, its pages, chunks and stored files."""
-    channel = open_channel(request, slug)
-    document_services.delete_document(document=channel_document(channel, document_id))
+    """Delete a document, its pages, chunks and stored files. Needs the
+    `write` scope."""
+    channel = open_channel(request, slug, Scope.WRITE)
+    document_services.delete_document(
+        document=channel_document(channel, document_id), actor=request.actor
+    )
     return Status(204, None)
 
 
@@ -189,19 +214,19 @@ def delete_document(request: HttpRequest, slug: str, document_id: int):
 )
 def reingest_document(request: HttpRequest, slug: str, document_id: int):
     """Queue the document for ingestion again; a ready document stays searchable
-    until the new version replaces it."""
-    channel = open_channel(request, slug)
+    until the new version replaces it. An ingestion already queued or running
+    is not queued again. Needs the `write` scope."""
+    channel = open_channel(request, slug, Scope.WRITE)
     document = channel_document(channel, document_id)
-    document_services.reingest_document(document=document)
+    document_services.reingest_document(document=document, actor=request.actor)
     return Status(202, _document_out(document))
 
 
 def _page(channel: Channel, document_id: int, number: int) -> Page:
-    page = (
-        Page.objects.filter(document=channel_document(channel, document_id))
-        .filter(number=number)
-        .first()
-    )
+    document = channel_document(channel, document_id)
+    page = None
+    if page_in_range(number):
+        page = Page.objects.filter(document=document, number=number).first()
     if page is None:
         raise Http404(f"Document {document_id} has no page {number}.")
     return page
@@ -259,7 +284,7 @@ def get_page_image(request: HttpRequest, slug: str, document_id: int, number: in
 
 
 @router.post(
-    "/channels/{slug}/search", response=responses({200: SearchOut}), tags=["search"]
+    "/channels/{slug}/search", response=responses({200: ChunkList}), tags=["search"]
 )
 def search(request: HttpRequest, slug: str, body: SearchIn):
     """The best passages for a query, as retrieve_text_chunks returns them."""
@@ -271,11 +296,15 @@ def search(request: HttpRequest, slug: str, body: SearchIn):
         metadata_filter=body.metadata_filter,
         limit=body.limit,
     )
-    return {"chunks": [asdict(chunk) for chunk in chunks]}
+    add_passage_regions(chunks)
+    return {"chunks": [chunk.model_dump() for chunk in chunks]}
 
 
 @router.post(
-    "/channels/{slug}/answer", response=responses({200: AnswerOut}), tags=["search"]
+    "/channels/{slug}/answer",
+    response=responses({200: Answer}),
+    tags=["search"],
+    by_alias=True,  # Answer.text is sent as "answer"
 )
 def answer(request: HttpRequest, slug: str, body: AnswerIn):
     """An answer citing its sources inline as [Document <id>, Page <n>]."""

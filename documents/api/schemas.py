@@ -1,9 +1,24 @@
-"""Request (`XIn`) and response (`XOut`) schemas of the REST API."""
+"""Request (`XIn`) and response (`XOut`) schemas of the REST API. The result
+shapes (passages, answers, document rows) are documents.results', shared with
+the services and the MCP tools."""
 
 from datetime import datetime
+from typing import Annotated
 
 from ninja import Field, Schema
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator
+
+from documents.limits import MAX_ID, MAX_OFFSET, check_depth, check_query
+
+# A query checked against QUERY_MAX_CHARS, a filter against JSON_MAX_DEPTH.
+Query = Annotated[str, Field(min_length=1), AfterValidator(check_query)]
+Filter = Annotated[
+    dict | None, AfterValidator(lambda value: check_depth(value, what="The filter"))
+]
+DocumentIds = Annotated[
+    list[Annotated[int, Field(ge=1, le=MAX_ID)]] | None,
+    Field(min_length=1, max_length=100),
+]
 
 # Every operation documents these as problem details (see project.api).
 PROBLEM_CODES = frozenset({400, 401, 403, 404, 422, 429})
@@ -15,6 +30,7 @@ class ProblemOut(Schema):
     status: int
     detail: str
     errors: list[dict] | None = None
+    missing_scope: str | None = None
 
 
 class MetadataFieldOut(Schema):
@@ -53,31 +69,15 @@ class DocumentOut(Schema):
     metadata: dict
     created_at: datetime
     ingested_at: datetime | None
-
-
-class DocumentSummaryOut(BaseModel):
-    """A row of list_documents: id, title, pages, then the filterable fields."""
-
-    # A plain pydantic model: ninja's Schema would drop the channel's own fields.
-    model_config = ConfigDict(extra="allow")
-    id: int
-    title: str
-    number_of_pages: int
-
-
-class DocumentListOut(Schema):
-    total_count: int
-    offset: int
-    limit: int
-    results: list[DocumentSummaryOut]
+    added_by: str = Field(description="The key or user that uploaded it, if any.")
 
 
 class DocumentListQuery(Schema):
     metadata_filter: str | None = Field(
         None, description='JSON object, e.g. {"kind": "guide"}; see the channel.'
     )
-    offset: int = Field(0, ge=0)
-    limit: int = Field(25, ge=1, description="Capped at MCP_LIST_LIMIT_MAX.")
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
+    limit: int = Field(25, ge=1, le=MAX_ID, description="Capped at MCP_LIST_LIMIT_MAX.")
     newest_first: bool = True
 
 
@@ -90,49 +90,25 @@ class PageOut(Schema):
 
 
 class SearchIn(Schema):
-    query: str = Field(min_length=1)
-    document_ids: list[int] | None = Field(
+    query: Query
+    document_ids: DocumentIds = Field(
         None, description="Search only these documents; metadata_filter is ignored."
     )
-    metadata_filter: dict | None = None
-    limit: int | None = Field(None, ge=1, description="Capped at MCP_MAX_RESULTS.")
-
-
-class ChunkOut(Schema):
-    chunk_id: int
-    document_id: int
-    document_title: str
-    page_number: int
-    text: str
-    score: float
-    metadata: dict
-
-
-class SearchOut(Schema):
-    chunks: list[ChunkOut]
+    metadata_filter: Filter = None
+    limit: int | None = Field(
+        None, ge=1, le=MAX_ID, description="Capped at MCP_MAX_RESULTS."
+    )
 
 
 class AnswerIn(Schema):
-    query: str = Field(min_length=1)
-    document_ids: list[int] | None = None
-    metadata_filter: dict | None = None
-
-
-class CitationOut(Schema):
-    document_id: int
-    page_number: int
-    chunk_id: int
-    quote: str
-
-
-class AnswerOut(Schema):
-    answer: str
-    citations: list[CitationOut]
+    query: Query
+    document_ids: DocumentIds = None
+    metadata_filter: Filter = None
 
 
 class FeedbackIn(Schema):
-    query: str = Field(min_length=1)
-    answer: str = Field(min_length=1)
+    query: str = Field(min_length=1, max_length=20_000)
+    answer: str = Field(min_length=1, max_length=50_000)
     score: int = Field(ge=1, le=5, description="1 (useless) to 5 (excellent).")
     comment: str = Field("", max_length=5000)
 

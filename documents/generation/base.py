@@ -1,55 +1,32 @@
-"""What every generator returns, and the interface generators implement."""
+"""The interface generators implement; what they return (Answer, Citation) is
+defined in documents.results."""
 
-import re
-from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
-from documents.search.service import RetrievedChunk
+from documents.generation.labels import CITATION
+from documents.results import Answer, Citation, RetrievedChunk, citation_label
 
 NO_REFERENCES = "\n\nNo references found"
-CITATION = re.compile(r"\[Document (\d+), Page (\d+)\]")
+NOTHING_ANSWERS = "No passage in the documents answers this question."
 
-
-def citation_label(document_id: int, page_number: int) -> str:
-    """The label get_pages prints for a page, used inline in answers."""
-    return f"[Document {document_id}, Page {page_number}]"
-
-
-@dataclass
-class Citation:
-    """A source an answer cites: the chunk and the passage it relied on."""
-
-    document_id: int
-    page_number: int
-    chunk_id: int
-    quote: str
-
-
-@dataclass
-class Answer:
-    """An answer with inline `[Document <id>, Page <n>]` citations."""
-
-    text: str
-    citations: list[Citation] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return {
-            "answer": self.text,
-            "citations": [asdict(citation) for citation in self.citations],
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Answer":
-        return cls(
-            text=data["answer"],
-            citations=[Citation(**item) for item in data["citations"]],
-        )
+__all__ = [
+    "CITATION",
+    "NO_REFERENCES",
+    "Answer",
+    "Citation",
+    "Generator",
+    "citation_label",
+    "finish",
+]
 
 
 class Generator(Protocol):
-    """Writes an answer to `query` from retrieved chunks (best first)."""
+    """Writes an answer to `query` from retrieved chunks (best first);
+    `query_vector`, when given, is the query's embedding."""
 
-    def generate(self, query: str, chunks: list[RetrievedChunk]) -> Answer: ...
+    def generate(
+        self, query: str, chunks: list[RetrievedChunk], *, query_vector=None
+    ) -> Answer: ...
 
 
 def finish(text: str, citations: list[Citation]) -> Answer:
@@ -60,26 +37,5 @@ def finish(text: str, citations: list[Citation]) -> Answer:
     return Answer(text=text, citations=citations)
 
 
-def cited_in(text: str, chunks: list[RetrievedChunk], quote_chars: int = 300):
-    """Citations for the labels in `text` that name a retrieved chunk's page, in
-    order of first mention; labels naming no retrieved page are not citations."""
-    by_page: dict[tuple[int, int], RetrievedChunk] = {}
-    for chunk in chunks:
-        by_page.setdefault((chunk.document_id, chunk.page_number), chunk)
-    citations: list[Citation] = []
-    seen: set[tuple[int, int]] = set()
-    for match in CITATION.finditer(text):
-        key = (int(match.group(1)), int(match.group(2)))
-        chunk = by_page.get(key)
-        if chunk is None or key in seen:
-            continue
-        seen.add(key)
-        citations.append(
-            Citation(
-                document_id=chunk.document_id,
-                page_number=chunk.page_number,
-                chunk_id=chunk.chunk_id,
-                quote=chunk.text[:quote_chars].strip(),
-            )
-        )
-    return citations
+def refusal() -> Answer:
+    return finish(NOTHING_ANSWERS, [])

@@ -2,16 +2,25 @@
 
 import hashlib
 import json
+from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+from django.conf import settings
 from django.core.cache import cache
 
 from documents.generation.base import Answer, Generator
 from documents.generation.chat import ChatGenerator
 from documents.generation.extractive import ExtractiveGenerator
+from documents.ingestion import embeddings
 from documents.models import Channel
 from documents.search.service import retrieve_chunks
 
 CACHE_SECONDS = 24 * 60 * 60
+_question_threads = ThreadPoolExecutor(thread_name_prefix="embed-question")
+# An answer looks for its evidence in at least this many chunks.
+ANSWER_CHUNKS = 32
+# Part of every cache key: bump it when answers are written differently.
+ANSWER_FORMAT = 2
 
 
 def get_generator(channel: Channel) -> Generator:
@@ -37,13 +46,16 @@ def answer_cache_key(
             "filter": None if document_ids else metadata_filter,
             "generator": [
                 channel.generator_kind,
-                channel.generator_base_url,
+                channel.generator_endpoint,
                 channel.generator_model,
                 channel.generator_temperature,
                 channel.retriever_mode,
                 channel.retriever_candidates,
                 channel.retriever_top_k,
                 channel.retriever_rrf_k,
+                settings.ANSWER_MIN_SCORE,
+                settings.ANSWER_MAX_CHARS,
+                ANSWER_FORMAT,
             ],
         },
         sort_keys=True,
@@ -51,6 +63,25 @@ def answer_cache_key(
     )
     digest = hashlib.sha256(payload.encode()).hexdigest()
     return f"quire:answer:{channel.pk}:{corpus_version}:{digest}"
+
+
+def evidence_chunks(
+    channel: Channel,
+    query: str,
+    *,
+    document_ids: list[int] | None = None,
+    metadata_filter: dict | None = None,
+):
+    """The chunks an answer draws on: the channel's retrieval, at least
+    ANSWER_CHUNKS deep (the sentence that answers is not always in the
+    channel's top few)."""
+    return retrieve_chunks(
+        channel,
+        query,
+        document_ids=document_ids,
+        metadata_filter=metadata_filter,
+        limit=max(channel.retriever_top_k, ANSWER_CHUNKS),
+    )
 
 
 def answer_question(
@@ -76,10 +107,15 @@ def answer_question(
     )
     cached = cache.get(key)
     if cached is not None:
-        return Answer.from_dict(cached)
-    chunks = retrieve_chunks(
+        return Answer.from_cache(cached)
+    # Asked for together with retrieval's own, so the query embedder runs the
+    # two as one batch (QueryBatcher) rather than one after the other.
+    embedder = embeddings.get_embedder()
+    question = _question_threads.submit(embedder.embed_query, query)
+    chunks = evidence_chunks(
         channel, query, document_ids=document_ids, metadata_filter=metadata_filter
     )
-    answer = get_generator(channel).generate(query, chunks)
-    cache.set(key, answer.as_dict(), CACHE_SECONDS)
+    vector = np.asarray(question.result(), dtype=np.float32)
+    answer = get_generator(channel).generate(query, chunks, query_vector=vector)
+    cache.set(key, answer.to_cache(), CACHE_SECONDS)
     return answer

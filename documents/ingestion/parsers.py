@@ -21,9 +21,6 @@ from documents.ingestion.reading import PDF_REASONS, ReaderLimits, read_in_child
 from documents.ingestion.text import markdown_title, page_texts_of, parse_text
 from documents.ingestion.titles import choose_title
 
-# Defaults for limits that settings may override.
-DEFAULT_TEXT_PAGE_CHARS = 20_000
-
 
 def reader_limits(size: int) -> ReaderLimits:
     """The reader's limits for a file of `size` bytes, from settings."""

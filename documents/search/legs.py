@@ -30,16 +30,14 @@ NOT_READY = [status for status in Document.Status.values if status != "ready"]
 EXACT_SCAN_MAX_CHUNKS = 5_000
 # A filter keeping under 1/SELECTIVE_SHARE of the channel's chunks is searched
 # from its documents (a semi-join), a broader one by an HNSW walk that checks
-# each row against a hashed list of the filter's documents. At 1M chunks: 0.5%
-# filter 20 ms the first way, 116 ms the second; 5% filter 167 ms the first way
-# (PostgreSQL's semi-join plan), 29 ms the second.
+# each row against a hashed list of the filter's documents; which way is faster
+# for which share was measured with benchmarks/scale.py (README, Performance).
 SELECTIVE_SHARE = 100
 # The keyword leg fetches candidates through the GIN index for the rarest query
 # terms whose chunk frequencies add up to at most this; commoner terms still count
 # in every candidate's score but no longer add candidates (their IDF is small).
-# On SciFact (14,624 chunks) hybrid nDCG@10 was 0.7176 at 10,000, 0.7177 at
-# 2,000 and 0.725 at 500 (benchmarks/langchain_pgvector.py), with a quarter of
-# 2,000's scoring work.
+# 500 scored as well on SciFact as larger budgets, for a fraction of the work
+# (benchmarks/langchain_pgvector.py; README, Performance).
 KEYWORD_CANDIDATE_BUDGET = 500
 
 

@@ -2,7 +2,6 @@
 
 import json
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import connection
@@ -10,6 +9,7 @@ from django.db import connection
 from documents.filters import compile_filter
 from documents.ingestion import embeddings
 from documents.models import Channel, Chunk, Document, MetadataField
+from documents.results import RetrievedChunk
 from documents.search.fusion import reciprocal_rank_fusion
 from documents.search.legs import Scope, keyword_leg, vector_leg
 
@@ -17,19 +17,6 @@ from documents.search.legs import Scope, keyword_leg, vector_leg
 # the two don't depend on each other, so a hybrid search waits for the longer
 # of them, not their sum. (The ONNX embedder batches what arrives together.)
 _embedding_threads = ThreadPoolExecutor(thread_name_prefix="embed-query")
-
-
-@dataclass
-class RetrievedChunk:
-    """One retrieved passage and what a caller needs to cite it."""
-
-    chunk_id: int
-    document_id: int
-    document_title: str
-    page_number: int
-    text: str
-    score: float
-    metadata: dict = field(default_factory=dict)
 
 
 def retrieve_chunks(
@@ -106,8 +93,10 @@ def _load(channel: Channel, ranked: list[tuple[int, float]]) -> list[RetrievedCh
         metadata = json.loads(metadata) if metadata else {}
         if shown:
             metadata = {name: metadata[name] for name in shown if name in metadata}
+        # Built from trusted rows without validation (model_construct): this
+        # runs for every passage of every search.
         results.append(
-            RetrievedChunk(
+            RetrievedChunk.model_construct(
                 chunk_id=chunk_id,
                 document_id=document_id,
                 document_title=title or filename,
@@ -115,6 +104,7 @@ def _load(channel: Channel, ranked: list[tuple[int, float]]) -> list[RetrievedCh
                 text=text,
                 score=float(score),
                 metadata=metadata,
+                regions=[],
             )
         )
     return results

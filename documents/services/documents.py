@@ -1,4 +1,5 @@
-"""Document writes: upload, (re-)ingestion and deletion.
+"""Document writes: upload, (re-)ingestion and deletion (of one document, or
+of a channel with all of its documents).
 
 The admin, the API, the `ingest` command and the background task all call these
 functions, so every path validates and stores documents the same way.
@@ -16,6 +17,7 @@ from django.db import connection, transaction
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
+from documents.access import Actor, audit
 from documents.ingestion import formats
 from documents.ingestion.chunking import TextChunk
 from documents.ingestion.files import (
@@ -33,6 +35,7 @@ from documents.metadata import clean_metadata
 from documents.models import Channel, Chunk, Document, Page
 from documents.search import indexing
 from documents.services.channels import bump_corpus_version
+from documents.services.queue import REINGESTING_REASON, enqueue_ingestion
 from documents.services.recovery import ingestion_lease
 
 logger = logging.getLogger(__name__)
@@ -45,9 +48,6 @@ INTERNAL_ERROR_REASON = (
 )
 EMBEDDING_ERROR_REASON = (
     "Computing the embeddings failed (details are in the server log). Try again later."
-)
-REINGESTING_REASON = (
-    "Re-ingesting: the previous version stays searchable until the new one is ready."
 )
 MAX_REASON_CHARS = 2000
 
@@ -70,6 +70,7 @@ def create_document(
     *,
     channel: Channel,
     file,
+    actor: Actor,
     filename: str | None = None,
     title: str = "",
     metadata: dict | None = None,
@@ -93,7 +94,8 @@ def create_document(
     channel has such a field), else the file name without its extension until
     ingestion finds a better one. With `enqueue` (the default)
     ingest_document_task is queued when the transaction commits; pass False to
-    ingest synchronously with ingest_document().
+    ingest synchronously with ingest_document(). The upload is recorded in the
+    audit trail as `actor`'s.
     """
     if not isinstance(file, File):
         file = File(file)
@@ -142,6 +144,8 @@ def create_document(
         sha256=sha256_of(file),
         metadata=cleaned,
         status=Status.PENDING,
+        created_by=actor.user,
+        created_by_key=actor.api_key,
     )
     with transaction.atomic():
         # Uploads of one file at the same moment queue here, so one of them wins.
@@ -163,11 +167,18 @@ def create_document(
             ) from exc
         try:
             document.save()
+            audit.record(
+                audit.Action.DOCUMENT_UPLOAD,
+                actor=actor,
+                channel=channel,
+                target=document,
+                detail=f"{name}, {filesizeformat(size)}",
+            )
         except BaseException:
             document.file.delete(save=False)
             raise
         if enqueue:
-            transaction.on_commit(partial(_enqueue, document.pk), robust=True)
+            transaction.on_commit(partial(enqueue_ingestion, document.pk), robust=True)
     return document
 
 
@@ -182,7 +193,7 @@ def _lock_content(channel_id: int, sha256: str) -> None:
 
 
 def update_document(
-    *, document: Document, title: str, metadata: dict | None
+    *, document: Document, title: str, metadata: dict | None, actor: Actor
 ) -> Document:
     """Change a document's title and metadata.
 
@@ -204,24 +215,37 @@ def update_document(
             title=title, metadata=cleaned, updated_at=timezone.now()
         )
         bump_corpus_version(channel_id=document.channel_id)
-    document.title, document.metadata = title, cleaned
+        document.title, document.metadata = title, cleaned
+        audit.record(
+            audit.Action.DOCUMENT_EDIT,
+            actor=actor,
+            channel=document.channel,
+            target=document,
+        )
     return document
 
 
-def reingest_document(*, document: Document) -> None:
+def reingest_document(*, document: Document, actor: Actor) -> None:
     """Queue the document for ingestion again (after a fix to the pipeline, a
     failure, or a change of settings). A ready document stays searchable in its
-    current version until the new one replaces it."""
+    current version until the new one replaces it. An ingestion already queued
+    or running is not queued twice."""
     with transaction.atomic():
-        if document.status != Status.READY:
+        if document.status not in (Status.READY, Status.PROCESSING):
             Document.objects.filter(pk=document.pk).update(
                 status=Status.PENDING, status_reason="", updated_at=timezone.now()
             )
             document.status, document.status_reason = Status.PENDING, ""
-        transaction.on_commit(partial(_enqueue, document.pk), robust=True)
+        audit.record(
+            audit.Action.DOCUMENT_REINGEST,
+            actor=actor,
+            channel=document.channel,
+            target=document,
+        )
+        transaction.on_commit(partial(enqueue_ingestion, document.pk), robust=True)
 
 
-def delete_document(*, document: Document) -> None:
+def delete_document(*, document: Document, actor: Actor) -> None:
     """Delete the document, its pages and chunks, then (after commit) its stored
     original and page images; bumps the channel's corpus version."""
     with transaction.atomic():
@@ -232,9 +256,27 @@ def delete_document(*, document: Document) -> None:
         )
         names = [locked.file.name, *page_image_names(locked)]
         indexing.forget_chunks(locked.channel, locked.pk)
+        audit.record(
+            audit.Action.DOCUMENT_DELETE,
+            actor=actor,
+            channel=locked.channel,
+            target=locked,
+        )
         locked.delete()
         bump_corpus_version(channel_id=locked.channel_id)
         transaction.on_commit(partial(delete_files, names))
+
+
+def delete_channel(*, channel: Channel, actor: Actor) -> None:
+    """Delete the channel: each of its documents through delete_document (pages,
+    chunks, stored originals and page images), then the channel itself."""
+    for document in Document.objects.for_channel(channel).order_by("pk"):
+        delete_document(document=document, actor=actor)
+    with transaction.atomic():
+        audit.record(
+            audit.Action.CHANNEL_DELETE, actor=actor, channel=channel, target=channel
+        )
+        channel.delete()
 
 
 def ingest_document(*, document_id: int) -> Document:
@@ -303,12 +345,6 @@ def _ingest(document_id: int) -> Document:
         logger.exception("Ingesting document %s failed", document_id)
         delete_files(new_images.values())
         return _mark_failed(document_id, INTERNAL_ERROR_REASON)
-
-
-def _enqueue(document_id: int) -> None:
-    from documents.tasks import ingest_document_task
-
-    ingest_document_task.enqueue(document_id)
 
 
 def _metadata_title(fields, metadata: dict) -> str:

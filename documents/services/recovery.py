@@ -21,15 +21,23 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from documents.models import Document
+from documents.services.queue import (
+    INGEST_TASK_PATH,
+    REINGESTING_REASON,
+    enqueue_ingestion,
+)
 
 logger = logging.getLogger(__name__)
 
 # High bits of the advisory lock key, so Quire's keys can't meet another user's.
 LEASE_NAMESPACE = 0x5155 << 48
-INGEST_TASK_PATH = "documents.tasks.ingest_document_task"
 # A task row is claimed a moment before its worker takes the lease.
 CLAIM_GRACE = datetime.timedelta(seconds=60)
 WORKER_DIED = "The worker running this task stopped (killed or crashed); requeued."
+
+
+class WorkerDied(Exception):
+    """Recorded on the task rows of an ingestion whose worker stopped."""
 
 
 def _lease_key(document_id: int) -> int:
@@ -83,8 +91,6 @@ def requeue_interrupted_ingestions() -> list[int]:
     when nobody holds its ingestion lease. Its orphaned task rows are marked
     failed. Safe to run at any time, from several processes at once.
     """
-    from documents.services.documents import REINGESTING_REASON, _enqueue
-
     now = timezone.now()
     running = _running_task_rows()
     in_flight = set(
@@ -133,10 +139,10 @@ def requeue_interrupted_ingestions() -> list[int]:
                 DBTaskResult.objects.filter(pk=row.pk, status=row.status).update(
                     status="FAILED",
                     finished_at=now,
-                    exception_class_path="documents.services.recovery.WorkerDied",
+                    exception_class_path=f"{WorkerDied.__module__}.WorkerDied",
                     traceback=WORKER_DIED,
                 )
-            transaction.on_commit(partial(_enqueue, document_id), robust=True)
+            transaction.on_commit(partial(enqueue_ingestion, document_id), robust=True)
             requeued.append(document_id)
     if requeued:
         logger.warning("Requeued interrupted ingestions: %s", requeued)

@@ -15,6 +15,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from documents.access import COMMAND_LINE
 from documents.search.testing import add_document
 from documents.services.keys import create_api_key
 
@@ -42,7 +43,7 @@ def api_key(make_channel, fake_embedder):
             pages=[f"Page one of a {kind} about holidays.", "Page two, expenses."],
             metadata={"kind": kind, "published": f"2024-0{number}-01"},
         )
-    return create_api_key(name="fuzzer", channels=[channel]).raw_key
+    return create_api_key(actor=COMMAND_LINE, name="fuzzer", channels=[channel]).raw_key
 
 
 @pytest.fixture

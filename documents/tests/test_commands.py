@@ -1,4 +1,3 @@
-import socket
 from io import StringIO
 
 import pytest
@@ -6,8 +5,8 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from demo.loader import DEFINITION
+from documents.access import admit
 from documents.models import ApiKey, Channel
-from documents.services.keys import authenticate_api_key
 
 
 def run(*args) -> tuple[str, str]:
@@ -98,11 +97,22 @@ def test_create_api_key_prints_a_working_key_once(make_channel):
     assert raw_key not in err
     api_key = ApiKey.objects.get()
     assert api_key.prefix in err
-    assert authenticate_api_key(raw_key, channel=handbook) == api_key
-    assert authenticate_api_key(raw_key, channel=wiki) == api_key
+    assert admit(handbook.slug, raw_key, via="test").api_key == api_key
+    assert admit(wiki.slug, raw_key, via="test").api_key == api_key
     assert set(api_key.channels.all()) == {handbook, wiki}
     assert other not in api_key.channels.all()
     assert api_key.expires_at is None
+
+
+def test_create_api_key_is_read_only_unless_write_is_asked_for(make_channel):
+    """Keys are read-only by default; --write adds the write scope and says so."""
+    make_channel("handbook")
+    _, err = run("create_api_key", "agent", "--channel", "handbook")
+    assert "read-only" in err
+    _, err = run("create_api_key", "uploader", "--channel", "handbook", "--write")
+    assert "read and write" in err
+    scopes = dict(ApiKey.objects.values_list("name", "scopes"))
+    assert scopes == {"agent": ["read"], "uploader": ["read", "write"]}
 
 
 def test_create_api_key_with_an_expiry(make_channel):
@@ -119,14 +129,3 @@ def test_create_api_key_refuses_unknown_channels(make_channel):
     with pytest.raises(CommandError, match="Unknown channel.*nope.*handbook"):
         run("create_api_key", "agent", "--channel", "nope")
     assert not ApiKey.objects.exists()
-
-
-def test_runquire_refuses_a_port_in_use(db):
-    """runquire stops before starting anything when its port is taken, and says
-    how to pick another."""
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        with pytest.raises(CommandError, match="PORT="):
-            run("runquire", "--port", str(port))

@@ -19,6 +19,7 @@ from django.utils import timezone
 from django_tasks_db.management.commands import db_worker
 from django_tasks_db.models import DBTaskResult
 
+from documents.access import COMMAND_LINE
 from documents.management.commands import ingest_worker
 from documents.models import Chunk, Document, Page
 from documents.services.documents import (
@@ -84,7 +85,9 @@ def test_storage_failing_during_upload_refuses_it_and_keeps_nothing(
     root = failing_storage("/originals/", partial_bytes=100)
     channel = make_channel()
     with pytest.raises(ValidationError) as caught:
-        create_document(channel=channel, file=_pdf_upload(), enqueue=False)
+        create_document(
+            actor=COMMAND_LINE, channel=channel, file=_pdf_upload(), enqueue=False
+        )
     (message,) = caught.value.messages
     assert "tides.pdf could not be stored" in message
     assert "No space left on device" in message
@@ -101,7 +104,9 @@ def test_storage_failing_during_ingestion_fails_the_document_cleanly(
     settings.PAGE_IMAGE_WIDTH = 200
     root = failing_storage("/pages/", partial_bytes=100)
     channel = make_channel()
-    document = create_document(channel=channel, file=_pdf_upload(), enqueue=False)
+    document = create_document(
+        actor=COMMAND_LINE, channel=channel, file=_pdf_upload(), enqueue=False
+    )
     document = ingest_document(document_id=document.pk)
     assert document.status == Document.Status.FAILED
     assert "Ingestion failed" in document.status_reason
@@ -171,7 +176,9 @@ def test_ingestion_left_by_a_killed_worker_is_requeued_and_completes(
     one copy of its pages and chunks."""
     channel = make_channel()
     upload = SimpleUploadedFile("notes.txt", b"Tides follow the moon.\n" * 200)
-    document = create_document(channel=channel, file=upload, enqueue=False)
+    document = create_document(
+        actor=COMMAND_LINE, channel=channel, file=upload, enqueue=False
+    )
     if reingest:
         ingest_document(document_id=document.pk)
     orphan = _simulate_killed_worker(document, reingest=reingest)
@@ -202,7 +209,9 @@ def test_live_ingestion_is_not_requeued(make_channel, fake_embedder):
     the document alone; once the lease is gone, it is requeued."""
     channel = make_channel()
     upload = SimpleUploadedFile("notes.txt", b"Tides follow the moon.")
-    document = create_document(channel=channel, file=upload, enqueue=False)
+    document = create_document(
+        actor=COMMAND_LINE, channel=channel, file=upload, enqueue=False
+    )
     Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING)
     held, release = threading.Event(), threading.Event()
 

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from documents.access import COMMAND_LINE
 from documents.models import Document
 from documents.services.documents import create_document, ingest_document
 from documents.services.keys import create_api_key
@@ -86,6 +87,7 @@ def test_path_traversal_in_file_names_stays_inside_the_channel_folder(
     originals folder inside MEDIA_ROOT, and the stored name has no path."""
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload(filename, b"hello", "text/plain"),
         filename=filename,
@@ -104,7 +106,9 @@ def test_path_traversal_through_the_rest_api_upload(client, make_channel, settin
     """A multipart upload whose file name climbs directories lands inside the
     channel's folder too."""
     channel = make_channel()
-    key = create_api_key(name="uploader", channels=[channel]).raw_key
+    key = create_api_key(
+        actor=COMMAND_LINE, name="uploader", channels=[channel], scopes=["write"]
+    ).raw_key
     upload = _upload("../../../../tmp/evil.txt", b"hello", "text/plain")
     response = client.post(
         f"/api/channels/{channel.slug}/documents",
@@ -125,6 +129,7 @@ def test_oversized_upload_is_refused_with_a_clear_message(make_channel, settings
     channel = make_channel()
     with pytest.raises(ValidationError) as caught:
         create_document(
+            actor=COMMAND_LINE,
             channel=channel,
             file=_upload("big.txt", b"x" * 5000, "text/plain"),
             enqueue=False,
@@ -152,6 +157,7 @@ def test_pdf_page_count_bombs_fail_with_a_clear_reason(
     a reason a person understands; nothing is rendered."""
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("bomb.pdf", bomb(), "application/pdf"),
         enqueue=False,
@@ -174,6 +180,7 @@ def test_pages_too_slow_to_draw_are_kept_without_images(
     settings.PAGE_RENDER_TIMEOUT = 0.5
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload(
             "rectangles.pdf", rectangles_pdf(300_000, pages=6), "application/pdf"
@@ -205,6 +212,7 @@ def test_page_images_stay_proportional_to_the_file(
     data = noise_image_pdf(pages=20, side=300)
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("noise.pdf", data, "application/pdf"),
         enqueue=False,
@@ -226,6 +234,7 @@ def test_deeply_nested_pdf_is_read_safely(make_channel, fake_embedder, settings)
     settings.PAGE_IMAGE_WIDTH = 100
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("nested.pdf", nesting_bomb(), "application/pdf"),
         enqueue=False,
@@ -249,6 +258,7 @@ def test_scripts_inside_documents_are_escaped_in_the_admin(
     )
     text = f"# Title {SCRIPT}\n\nBody {IMG} and {SCRIPT} again.\n"
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("hostile.md", text.encode(), "text/markdown"),
         title=f"Doc {SCRIPT}",
@@ -278,6 +288,7 @@ def test_original_with_html_is_never_served_as_html(admin_client, make_channel):
     text with nosniff, so a browser never runs it."""
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("page.md", f"<html>{SCRIPT}</html>".encode(), "text/markdown"),
         enqueue=False,
@@ -289,3 +300,83 @@ def test_original_with_html_is_never_served_as_html(admin_client, make_channel):
     assert response["Content-Type"].startswith("text/plain")
     assert response["X-Content-Type-Options"] == "nosniff"
     assert "html" not in json.dumps(response["Content-Type"])
+
+
+# --- REST: depth, magnitude and size (issue 11 item 8) ---------------------------
+
+
+@pytest.fixture
+def rest(make_channel, fake_embedder):
+    from django.test import Client
+
+    from documents.search.testing import add_document
+
+    channel = make_channel(
+        "demo", fields=[{"name": "kind", "type": "string", "filterable": True}]
+    )
+    add_document(channel, title="Memo", pages=["Torque."], metadata={"kind": "faa"})
+    key = create_api_key(
+        actor=COMMAND_LINE, name="rest", channels=[channel], scopes=["write"]
+    ).raw_key
+    return Client(headers={"Authorization": f"Bearer {key}"})
+
+
+def _nested_json(depth: int) -> str:
+    return '{"kind": ' + "[" * depth + "]" * depth + "}"
+
+
+def _problem(response, *statuses):
+    assert response.status_code in statuses, (response.status_code, response.content)
+    assert response["Content-Type"].startswith("application/problem+json")
+    return response.json()
+
+
+@pytest.mark.parametrize("depth", [40, 900, 100_000])
+def test_rest_refuses_deeply_nested_json_without_a_5xx(rest, depth):
+    """Nested metadata at upload, nested metadata_filter in a query string and
+    in a search body: 400/422 problem details, never a 500."""
+    nested = _nested_json(depth)
+    upload = rest.post(
+        "/api/channels/demo/documents",
+        {"file": _upload("a.txt", b"hi", "text/plain"), "metadata": nested},
+    )
+    _problem(upload, 422)
+    listing = rest.get("/api/channels/demo/documents", {"metadata_filter": nested})
+    _problem(listing, 400)
+    body = '{"query": "torque", "metadata_filter": ' + nested + "}"
+    search = rest.post(
+        "/api/channels/demo/search", body, content_type="application/json"
+    )
+    _problem(search, 400, 422)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/channels/demo/documents?offset=9223372036854775808",
+        "/api/channels/demo/documents?limit=99999999999999999999",
+        "/api/channels/demo/documents/9223372036854775808",
+        "/api/channels/demo/documents/1/pages/99999999999",
+        "/api/channels/demo/documents/1/pages/99999999999/image",
+    ],
+)
+def test_rest_refuses_numbers_past_the_databases_range(rest, path):
+    """Offsets, limits, ids and page numbers past bigint/integer: 404 or 422
+    problem details, never a 500."""
+    _problem(rest.get(path), 404, 422)
+
+
+def test_rest_refuses_a_query_past_the_limit(rest, settings):
+    """A 960 kB query of distinct words is a 422 naming the limit (it once hit
+    PostgreSQL's tsvector size limit as a 500)."""
+    query = " ".join(f"w{n}" for n in range(150_000))[:960_000]
+    for route in ("search", "answer"):
+        body = _problem(
+            rest.post(
+                f"/api/channels/demo/{route}",
+                {"query": query},
+                content_type="application/json",
+            ),
+            422,
+        )
+        assert str(settings.QUERY_MAX_CHARS) in json.dumps(body)

@@ -16,6 +16,7 @@ from django.db import connection
 from django.db.models import Count
 from django_tasks_db.models import DBTaskResult
 
+from documents.access import COMMAND_LINE
 from documents.models import Chunk, Document
 from documents.search import indexing
 from documents.services.documents import create_document, ingest_document
@@ -42,6 +43,7 @@ def test_reingestion_is_atomic_for_a_concurrent_reader(
     inserting."""
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=ContentFile(_pdf(12, "old"), name="doc.pdf"),
         content_type="application/pdf",
@@ -98,6 +100,7 @@ def test_worker_ingests_a_queued_document(make_channel, fake_embedder):
     it and the document ends ready."""
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=ContentFile(b"# Notes\n\nQueued for the worker.", name="notes.md"),
         content_type="text/markdown",

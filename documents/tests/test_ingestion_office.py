@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.core.files import File
 from lxml import html as lxml_html
 
+from documents.access import COMMAND_LINE
 from documents.ingestion.accuracy import character_error_rate
 from documents.models import Chunk, Document, Page
 from documents.services.documents import create_document, ingest_document
@@ -77,6 +78,7 @@ def _ingest(channel, relative: str) -> Document | str:
     with (OFFICE / relative).open("rb") as handle:
         try:
             document = create_document(
+                actor=COMMAND_LINE,
                 channel=channel,
                 file=File(handle, name=Path(relative).name),
                 enqueue=False,

@@ -11,6 +11,7 @@ import pytest
 from django.core.files import File
 from django.core.files.storage import default_storage
 
+from documents.access import COMMAND_LINE
 from documents.models import Chunk, Document, Page
 from documents.services.documents import create_document, ingest_document
 
@@ -70,6 +71,7 @@ def _small_images(settings):
 def _ingest(channel, relative: str) -> Document:
     with (PDFS / relative).open("rb") as handle:
         document = create_document(
+            actor=COMMAND_LINE,
             channel=channel,
             file=File(handle, name=Path(relative).name),
             content_type="application/pdf",

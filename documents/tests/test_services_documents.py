@@ -4,6 +4,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from documents.access import COMMAND_LINE
 from documents.models import Channel, Chunk, Document, Page
 from documents.services.documents import (
     DuplicateDocument,
@@ -42,6 +43,7 @@ def test_create_document_stores_a_pending_document(make_channel):
     pending and the title falls back to the file name."""
     channel = make_channel(fields=FIELDS)
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("notes.txt", b"hello", "text/plain"),
         metadata={"year": "2024", "tags": "a, b"},
@@ -62,7 +64,9 @@ def test_create_document_queues_ingestion_on_commit(
     channel = make_channel()
     with django_capture_on_commit_callbacks() as callbacks:
         create_document(
-            channel=channel, file=_upload("a.md", b"# A\n\ntext", "text/markdown")
+            actor=COMMAND_LINE,
+            channel=channel,
+            file=_upload("a.md", b"# A\n\ntext", "text/markdown"),
         )
     assert len(callbacks) == 1
 
@@ -73,6 +77,7 @@ def test_metadata_errors_are_all_reported(make_channel):
     channel = make_channel(fields=FIELDS)
     with pytest.raises(ValidationError) as excinfo:
         create_document(
+            actor=COMMAND_LINE,
             channel=channel,
             file=_upload("a.txt", b"x", "text/plain"),
             metadata={"colour": "red"},
@@ -89,6 +94,7 @@ def test_unsupported_type_is_rejected_with_a_clear_message(make_channel):
     channel = make_channel()
     with pytest.raises(ValidationError) as excinfo:
         create_document(
+            actor=COMMAND_LINE,
             channel=channel,
             file=_upload("clip.mp4", b"x", "video/mp4"),
         )
@@ -97,6 +103,7 @@ def test_unsupported_type_is_rejected_with_a_clear_message(make_channel):
     assert "PDF" in message and "Markdown" in message and "Word" in message
     with pytest.raises(ValidationError) as excinfo:
         create_document(
+            actor=COMMAND_LINE,
             channel=channel,
             file=_upload("letter.doc", b"x", "application/msword"),
         )
@@ -111,7 +118,9 @@ def test_oversized_upload_is_rejected(make_channel, settings):
     channel = make_channel()
     with pytest.raises(ValidationError) as excinfo:
         create_document(
-            channel=channel, file=_upload("big.txt", b"x" * 4096, "text/plain")
+            actor=COMMAND_LINE,
+            channel=channel,
+            file=_upload("big.txt", b"x" * 4096, "text/plain"),
         )
     (message,) = excinfo.value.messages
     assert "big.txt is 4.0\xa0KB; the upload limit is 1.0\xa0KB" in message
@@ -122,6 +131,7 @@ def test_plain_text_with_charset_parameter_is_ingested(make_channel, fake_embedd
     embeddings from the configured embedder."""
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload(
             "café.txt",
@@ -151,6 +161,7 @@ def test_markdown_pages_chunks_and_title(make_channel, fake_embedder):
         "## Gulls\n\nGulls."
     )
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("guide.md", text.encode(), "text/markdown; charset=utf-8"),
         enqueue=False,
@@ -172,6 +183,7 @@ def test_title_precedence(make_channel, fake_embedder):
 
     def ingest(**kwargs):
         document = create_document(
+            actor=COMMAND_LINE,
             channel=next(channels),
             file=_upload("report.pdf", pdf, "application/pdf"),
             enqueue=False,
@@ -183,6 +195,7 @@ def test_title_precedence(make_channel, fake_embedder):
     assert ingest(metadata={"title": "Metadata Title"}) == "Metadata Title"
     assert ingest() == "Title In The PDF"
     untitled = create_document(
+        actor=COMMAND_LINE,
         channel=next(channels),
         file=_upload("plain.pdf", make_pdf(["text"]), "application/pdf"),
         enqueue=False,
@@ -196,6 +209,7 @@ def test_pdf_ingestion_stores_pages_images_and_counts(make_channel, fake_embedde
     channel = make_channel()
     before = channel.corpus_version
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload(
             "a.pdf", make_pdf(["first page", "", "third page"]), "application/pdf"
@@ -223,6 +237,7 @@ def test_unreadable_file_fails_with_reason(make_channel, fake_embedder):
     """A file that is not a PDF ends failed with a reason, and no pages."""
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("fake.pdf", b"just some words", "application/pdf"),
         enqueue=False,
@@ -240,6 +255,7 @@ def test_reingestion_replaces_pages_chunks_and_images(
     page images."""
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("a.pdf", make_pdf(["old one", "old two"]), "application/pdf"),
         enqueue=False,
@@ -264,6 +280,7 @@ def test_failed_reingestion_keeps_the_previous_version(make_channel, fake_embedd
     previous pages, chunks and images stay intact."""
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("a.pdf", make_pdf(["good text"]), "application/pdf"),
         enqueue=False,
@@ -292,7 +309,10 @@ def test_unexpected_errors_are_logged_and_stored_briefly(
     monkeypatch.setattr(indexing, "prepare_chunks", broken)
     channel = make_channel()
     document = create_document(
-        channel=channel, file=_upload("a.txt", b"words", "text/plain"), enqueue=False
+        actor=COMMAND_LINE,
+        channel=channel,
+        file=_upload("a.txt", b"words", "text/plain"),
+        enqueue=False,
     )
     document = _ingest(document)
     assert document.status == Document.Status.FAILED
@@ -315,7 +335,10 @@ def test_embedder_failure_fails_the_document(make_channel, monkeypatch):
     monkeypatch.setattr(embeddings, "get_embedder", lambda: Down())
     channel = make_channel()
     document = create_document(
-        channel=channel, file=_upload("a.txt", b"words", "text/plain"), enqueue=False
+        actor=COMMAND_LINE,
+        channel=channel,
+        file=_upload("a.txt", b"words", "text/plain"),
+        enqueue=False,
     )
     document = _ingest(document)
     assert document.status == Document.Status.FAILED
@@ -327,12 +350,15 @@ def test_reingest_document_requeues(make_channel, django_capture_on_commit_callb
     pending."""
     channel = make_channel()
     document = create_document(
-        channel=channel, file=_upload("a.txt", b"words", "text/plain"), enqueue=False
+        actor=COMMAND_LINE,
+        channel=channel,
+        file=_upload("a.txt", b"words", "text/plain"),
+        enqueue=False,
     )
     Document.objects.filter(pk=document.pk).update(status="failed", status_reason="x")
     document.refresh_from_db()
     with django_capture_on_commit_callbacks() as callbacks:
-        reingest_document(document=document)
+        reingest_document(actor=COMMAND_LINE, document=document)
     assert len(callbacks) == 1
     document.refresh_from_db()
     assert (document.status, document.status_reason) == ("pending", "")
@@ -345,6 +371,7 @@ def test_delete_document_removes_rows_and_files(
     page images, and bumps the corpus version."""
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("a.pdf", make_pdf(["some text"]), "application/pdf"),
         enqueue=False,
@@ -353,7 +380,7 @@ def test_delete_document_removes_rows_and_files(
     names = [document.file.name, Page.objects.get(document=document).image.name]
     version = Channel.objects.get(pk=channel.pk).corpus_version
     with django_capture_on_commit_callbacks(execute=True):
-        delete_document(document=document)
+        delete_document(actor=COMMAND_LINE, document=document)
     assert not Document.objects.filter(pk=document.pk).exists()
     assert not Chunk.objects.filter(document_id=document.pk).exists()
     assert not any(default_storage.exists(name) for name in names)
@@ -370,6 +397,7 @@ def test_content_type_from_upload_is_used(make_channel):
     """Without an explicit content type, the upload's own one is checked."""
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=ContentFile(b"# T", name="x.md"),
         content_type="text/markdown; charset=UTF-8",
@@ -384,6 +412,7 @@ def test_page_cap_fails_the_document_clearly(make_channel, fake_embedder, settin
     settings.PDF_MAX_PAGES = 2
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("long.pdf", make_pdf(["a", "b", "c"]), "application/pdf"),
         enqueue=False,
@@ -400,6 +429,7 @@ def test_scanned_pdf_is_ready_without_text(make_channel, fake_embedder):
     chunks, has_text False and a reason saying there is no extractable text."""
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("blank.pdf", make_pdf(["", ""]), "application/pdf"),
         enqueue=False,
@@ -423,6 +453,7 @@ def test_update_document_changes_title_and_metadata_for_filters_at_once(
         fields=[*FIELDS[1:], {"name": "kind", "type": "string", "filterable": True}]
     )
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("notes.txt", b"hello", "text/plain"),
         metadata={"year": 2020, "kind": "draft"},
@@ -432,6 +463,7 @@ def test_update_document_changes_title_and_metadata_for_filters_at_once(
     version = Channel.objects.get(pk=channel.pk).corpus_version
 
     update_document(
+        actor=COMMAND_LINE,
         document=document,
         title="  Final notes ",
         metadata={"year": "2024", "tags": "a, b", "kind": "final"},
@@ -457,6 +489,7 @@ def test_update_document_refuses_metadata_that_does_not_fit_and_keeps_the_old(
 ):
     channel = make_channel(fields=FIELDS)
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("notes.txt", b"hello", "text/plain"),
         title="Notes",
@@ -466,6 +499,7 @@ def test_update_document_refuses_metadata_that_does_not_fit_and_keeps_the_old(
     version = Channel.objects.get(pk=channel.pk).corpus_version
     with pytest.raises(ValidationError) as caught:
         update_document(
+            actor=COMMAND_LINE,
             document=document,
             title="Other",
             metadata={"year": "soon", "colour": "red"},
@@ -480,15 +514,21 @@ def test_update_document_refuses_metadata_that_does_not_fit_and_keeps_the_old(
 def test_update_document_without_a_title_takes_the_metadata_title(make_channel):
     channel = make_channel(fields=FIELDS)
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("notes.txt", b"hello", "text/plain"),
         metadata={"year": 2020},
         enqueue=False,
     )
-    update_document(document=document, title="", metadata={"year": 2020})
+    update_document(
+        actor=COMMAND_LINE, document=document, title="", metadata={"year": 2020}
+    )
     assert document.title == "notes"
     update_document(
-        document=document, title=" ", metadata={"year": 2020, "title": "Annual"}
+        actor=COMMAND_LINE,
+        document=document,
+        title=" ",
+        metadata={"year": 2020, "title": "Annual"},
     )
     document.refresh_from_db()
     assert document.title == "Annual"
@@ -500,12 +540,14 @@ def test_a_file_already_in_the_channel_is_not_stored_again(make_channel):
     hold its own copy."""
     channel = make_channel()
     first = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("notes.txt", b"Same words.", "text/plain"),
         enqueue=False,
     )
     with pytest.raises(DuplicateDocument) as caught:
         create_document(
+            actor=COMMAND_LINE,
             channel=channel,
             file=_upload("copy of notes.txt", b"Same words.", "text/plain"),
             enqueue=False,
@@ -517,6 +559,7 @@ def test_a_file_already_in_the_channel_is_not_stored_again(make_channel):
     ]
     assert Document.objects.filter(channel=channel).count() == 1
     elsewhere = create_document(
+        actor=COMMAND_LINE,
         channel=make_channel("other"),
         file=_upload("notes.txt", b"Same words.", "text/plain"),
         enqueue=False,
@@ -540,6 +583,7 @@ def test_simultaneous_uploads_of_one_file_make_one_document(make_channel):
         try:
             barrier.wait()
             create_document(
+                actor=COMMAND_LINE,
                 channel=channel,
                 file=_upload(f"copy-{index}.txt", b"One file.", "text/plain"),
                 enqueue=False,
@@ -564,6 +608,7 @@ def test_reingesting_a_document_on_purpose_stays_possible(make_channel, fake_emb
     be read again whenever asked."""
     channel = make_channel()
     document = create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=_upload("a.md", b"# Alpha\n\nFirst words.", "text/markdown"),
         enqueue=False,

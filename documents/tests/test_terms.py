@@ -1,6 +1,7 @@
 import pytest
 from django.core.files.base import ContentFile
 
+from documents.access import COMMAND_LINE
 from documents.models import Chunk, KeywordStatistics, TermStatistic
 from documents.search import indexing, terms
 from documents.search.indexing import forget_chunks
@@ -86,6 +87,7 @@ def test_ingestion_service_keeps_statistics_exact_on_reingest(
     services = pytest.importorskip("documents.services.documents")
     channel = make_channel()
     document = services.create_document(
+        actor=COMMAND_LINE,
         channel=channel,
         file=ContentFile(b"Glaciers carve valleys. Glaciers move slowly."),
         filename="ice.txt",
@@ -97,7 +99,7 @@ def test_ingestion_service_keeps_statistics_exact_on_reingest(
     services.ingest_document(document_id=document.pk)
     assert frequencies(channel) == before
     assert KeywordStatistics.objects.get(channel=channel).chunk_count == 1
-    services.delete_document(document=document)
+    services.delete_document(actor=COMMAND_LINE, document=document)
     assert frequencies(channel) == {}
     assert KeywordStatistics.objects.get(channel=channel).chunk_count == 0
 

@@ -5,7 +5,6 @@ handshake era (2024-11-05 … 2025-11-25) and 2026-07-28, chosen per request fro
 the `MCP-Protocol-Version` header and the body's `_meta`.
 """
 
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from typing import Any
 
 from django.db import InterfaceError, OperationalError
 
+from documents.limits import TooComplex, parse_json
 from documents.models import ApiKey, Channel
 from mcp_endpoint.protocol.eras import (
     LATEST_LEGACY_VERSION,
@@ -34,7 +34,7 @@ from mcp_endpoint.protocol.errors import (
     JsonRpcError,
 )
 from mcp_endpoint.protocol.methods import BOTH, METHODS, server_info
-from mcp_endpoint.registry import CallContext
+from mcp_endpoint.registry import CallContext, registry
 
 __all__ = ["BOTH", "METHODS", "JsonRpcError", "Reply", "handle_post"]
 
@@ -85,11 +85,23 @@ async def handle_post(
     api_key: ApiKey | None,
     base_url: str,
     emit: Callable[[dict], Awaitable[None]] | None = None,
+    user: Any = None,
+    grant: Any = None,
 ) -> Reply:
-    """Answer one POSTed JSON-RPC message. Never raises."""
-    call = {"channel": channel, "api_key": api_key, "base_url": base_url}
+    """Answer one POSTed JSON-RPC message (from an API key's holder, or from
+    `user` in the playground). Never raises."""
+    call = {
+        "channel": channel,
+        "api_key": api_key,
+        "base_url": base_url,
+        "user": user,
+        "grant": grant,
+    }
     try:
-        message = json.loads(body)
+        message = parse_json(body, what="The message")
+    except TooComplex as exc:
+        error = JsonRpcError(PARSE_ERROR, f"Parse error: {exc}")
+        return error_reply(None, error, status=400)
     except (ValueError, UnicodeDecodeError):
         return error_reply(None, JsonRpcError(PARSE_ERROR, "Parse error"), status=400)
     invalid = JsonRpcError(INVALID_REQUEST, "Invalid Request")
@@ -128,13 +140,20 @@ async def handle_post(
     try:
         version = headers.get("mcp-protocol-version") or "2025-03-26"
         client_capabilities: dict = {}
+        # A tool call's tool and schema, resolved once for the ladder and the call.
+        target = (
+            await registry.resolve_tool(channel, tool_name)
+            if method == "tools/call"
+            else None
+        )
         if era == "modern":
             version, client_capabilities = await run_modern_ladder(
-                message, raw_headers, channel
+                message, raw_headers, target
             )
         elif method == "initialize":
             version = params.get("protocolVersion") or LATEST_LEGACY_VERSION
         ctx = _context(params, era, version, client_capabilities, emit, **call)
+        ctx.tool_target = target
         entry = METHODS.get(method)
         if entry is None or era not in entry[1]:
             raise JsonRpcError(METHOD_NOT_FOUND, "Method not found", method)

@@ -5,16 +5,12 @@ import binascii
 import re
 from typing import Any
 
-from asgiref.sync import sync_to_async
-
-from documents.models import Channel
 from mcp_endpoint.protocol.errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
     UNSUPPORTED_PROTOCOL_VERSION,
     JsonRpcError,
 )
-from mcp_endpoint.registry import registry
 
 LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_LEGACY_VERSION = "2025-11-25"
@@ -139,9 +135,11 @@ def unsupported_version(requested: Any) -> JsonRpcError:
 
 
 async def run_modern_ladder(
-    message: dict, raw_headers: list[tuple[str, str]], channel: Channel
+    message: dict, raw_headers: list[tuple[str, str]], tool_target=None
 ) -> tuple[str, dict]:
-    """The 2026-07-28 request checks in order; returns (version, capabilities)."""
+    """The 2026-07-28 request checks in order; returns (version, capabilities).
+    `tool_target` is a tools/call's resolved tool (its schema says which
+    arguments travel in headers too)."""
     for name in ROUTING_HEADERS:
         if sum(1 for k, _ in raw_headers if k == name) > 1:
             raise JsonRpcError(
@@ -182,17 +180,10 @@ async def run_modern_ladder(
                 HEADER_MISMATCH,
                 f"The Mcp-Name header does not match the body's {name_key!r}",
             )
-    if method == "tools/call":
-        tool = registry.tool(channel, params.get("name"))
+    if method == "tools/call" and tool_target is not None:
         arguments = params.get("arguments")
-        if tool is not None and isinstance(arguments, (dict, type(None))):
-            cached = registry.cached_tool_definitions(channel).get(tool.name)
-            schema = (
-                cached["inputSchema"]
-                if cached
-                else await sync_to_async(registry.tool_input_schema)(channel, tool)
-            )
-            check_param_headers(schema, arguments or {}, raw_headers)
+        if isinstance(arguments, (dict, type(None))):
+            check_param_headers(tool_target.input_schema, arguments or {}, raw_headers)
     if not isinstance(version, str):
         raise JsonRpcError(INVALID_PARAMS, "The protocol version must be a string")
     if version not in MODERN_VERSIONS:

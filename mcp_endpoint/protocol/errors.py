@@ -12,6 +12,12 @@ RESOURCE_NOT_FOUND = -32002
 HEADER_MISMATCH = -32020
 MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+# Transport-level refusals (sent without a request id), in the
+# implementation-defined range: mcp_endpoint.views and project.body_limit.
+UNAUTHORIZED = -32001
+FORBIDDEN = -32003
+BODY_TOO_LARGE = -32004
+RATE_LIMITED = -32005
 
 # The -32603 message while PostgreSQL is down or restarting, or no pooled
 # connection frees up in time (DATABASE_POOL_TIMEOUT).
@@ -26,8 +32,6 @@ MODERN_HTTP_STATUS = {
     UNSUPPORTED_PROTOCOL_VERSION: 400,
     METHOD_NOT_FOUND: 404,
 }
-
-# Freshness hints of the cacheable 2026-07-28 results. Lists carry per-channel
 
 
 class JsonRpcError(Exception):

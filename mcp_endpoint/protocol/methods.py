@@ -76,7 +76,7 @@ def _paginate(items: list, params: dict) -> tuple[list, dict]:
             raise JsonRpcError(INVALID_PARAMS, f"Invalid cursor: {cursor!r}") from None
         if offset < 0 or offset > len(items):
             raise JsonRpcError(INVALID_PARAMS, f"Invalid cursor: {cursor!r}")
-    page_size = getattr(settings, "MCP_PAGE_SIZE", 100)
+    page_size = settings.MCP_PAGE_SIZE
     page = items[offset : offset + page_size]
     extra = {}
     if offset + page_size < len(items):
@@ -146,9 +146,10 @@ async def handle_tools_list(params: dict, ctx: CallContext) -> dict:
 
 async def handle_tools_call(params: dict, ctx: CallContext) -> dict:
     name = params.get("name")
-    tool = registry.tool(ctx.channel, name)
-    if tool is None:
+    target = ctx.tool_target
+    if target is None:
         raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {name}")
+    tool = target.tool
     arguments = params.get("arguments") or {}
     if not isinstance(arguments, dict):
         raise JsonRpcError(INVALID_PARAMS, "arguments must be an object")
@@ -165,10 +166,7 @@ async def handle_tools_call(params: dict, ctx: CallContext) -> dict:
                 {"requiredCapabilities": missing},
             )
     try:
-        if registry.cached_tool_definitions(ctx.channel).get(tool.name):
-            args = tool.parse(ctx.channel, arguments)  # no I/O once cached
-        else:
-            args = await sync_to_async(tool.parse)(ctx.channel, arguments)
+        args = tool.parse(arguments, target.input_schema)
         result = await tool.run(args, ctx)
     except (ToolError, *tool.error_types) as exc:
         result = ToolResult([text_block(str(exc))], is_error=True)

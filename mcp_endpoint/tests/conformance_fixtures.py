@@ -6,16 +6,17 @@ and only for the channel `CONFORMANCE_SLUG`; no production channel lists them.
 
 import asyncio
 import base64
+import inspect
 import io
 import json
 import struct
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from documents.models import Channel
 from mcp_endpoint.registry import (
     CallContext,
-    Prompt,
     Resource,
     ResourceNotFound,
     ResourceTemplate,
@@ -26,6 +27,47 @@ from mcp_endpoint.registry import (
 )
 
 CONFORMANCE_SLUG = "conformance"
+
+
+class RawResult(ToolResult):
+    """A complete result sent as is (the MRTR `input_required` results)."""
+
+    def __init__(self, raw: dict):
+        super().__init__([])
+        self.raw = raw
+
+    def as_dict(self) -> dict:
+        return dict(self.raw)
+
+
+class Prompt:
+    """A prompt template. Quire serves none; the registry takes any object of
+    this shape, and the conformance fixtures are the ones it gets."""
+
+    name: ClassVar[str]
+    title: ClassVar[str] = ""
+    arguments: ClassVar[list[dict]] = []
+
+    def description(self, channel: Channel) -> str:
+        return inspect.cleandoc(self.__doc__ or self.name)
+
+    def definition(self, channel: Channel) -> dict:
+        definition: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description(channel),
+        }
+        if self.title:
+            definition["title"] = self.title
+        if self.arguments:
+            definition["arguments"] = self.arguments
+        return definition
+
+    async def get(self, arguments: dict, ctx: CallContext) -> list[dict] | dict:
+        """The prompt's `messages`, or a whole result (an `input_required` one)."""
+        raise NotImplementedError
+
+    async def complete(self, argument: str, value: str, ctx: CallContext) -> list[str]:
+        return []
 
 
 def _png() -> str:
@@ -138,7 +180,7 @@ async def streaming_elicitation(args, ctx):
         },
     }
     raw = {"resultType": "input_required", "inputRequests": {"confirm": request}}
-    return ToolResult([], raw=raw)
+    return RawResult(raw)
 
 
 async def missing_capability(args, ctx):

@@ -6,8 +6,13 @@ from typing import Any
 from django.core import signing
 
 from mcp_endpoint.protocol.errors import INVALID_PARAMS, JsonRpcError
-from mcp_endpoint.registry import CallContext, Prompt, ToolResult, text_block
-from mcp_endpoint.tests.conformance_fixtures import fixture_tool, user_text
+from mcp_endpoint.registry import CallContext, ToolResult, text_block
+from mcp_endpoint.tests.conformance_fixtures import (
+    Prompt,
+    RawResult,
+    fixture_tool,
+    user_text,
+)
 
 STATE_SALT = "quire.conformance.request-state"
 
@@ -43,7 +48,7 @@ def input_required(requests: dict, state: dict | None = None) -> ToolResult:
     raw: dict[str, Any] = {"resultType": "input_required", "inputRequests": requests}
     if state is not None:
         raw["requestState"] = signing.dumps(state, salt=STATE_SALT)
-    return ToolResult([], raw=raw)
+    return RawResult(raw)
 
 
 def read_state(ctx: CallContext) -> dict | None:

@@ -11,6 +11,7 @@ from django.core.files.base import ContentFile
 from django.test import AsyncClient
 from PIL import Image
 
+from documents.access import COMMAND_LINE
 from documents.models import Document, Page
 from documents.search.testing import add_document
 from documents.services.keys import create_api_key
@@ -105,12 +106,16 @@ def papers(make_channel, fake_embedder):
 
 @pytest.fixture
 def handbook_key(handbook):
-    return create_api_key(name="handbook agent", channels=[handbook]).raw_key
+    return create_api_key(
+        actor=COMMAND_LINE, name="handbook agent", channels=[handbook]
+    ).raw_key
 
 
 @pytest.fixture
 def papers_key(papers):
-    return create_api_key(name="papers agent", channels=[papers]).raw_key
+    return create_api_key(
+        actor=COMMAND_LINE, name="papers agent", channels=[papers]
+    ).raw_key
 
 
 class McpClient:

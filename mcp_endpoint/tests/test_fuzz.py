@@ -398,6 +398,9 @@ class Fuzzer:
 @pytest.fixture
 def fuzzer(handbook, handbook_key, settings):
     settings.MCP_RATE_LIMIT_PER_MINUTE = 0
+    # Garbled keys are failed authentications; throttling them (tested in
+    # test_limits) would turn the rest of the run into 429s.
+    settings.AUTH_FAILURES_PER_MINUTE = 0
     # Small enough that the huge generated values sometimes cross it.
     settings.MCP_MAX_BODY_BYTES = 64 * 1024
     return Fuzzer(handbook_key, doc_id("Holiday policy"))
@@ -449,4 +452,162 @@ def test_mutated_messages_and_headers_together(fuzzer, handbook_key):
     for era in ("modern", "legacy"):
         _run(fuzzer, era, 900, mutate_body=True, mutate_head=True)
     assert fuzzer.sent >= 1800
+    assert_still_serving(handbook_key)
+
+
+# --- Hostile shapes: depth, magnitude, size -------------------------------------
+#
+# Each of these once reached a 5xx or an "internal error" (-32603): JSON nested
+# 100,000 deep (RecursionError), ids and offsets past PostgreSQL's bigint, and a
+# query of 960 kB of distinct words (over the tsvector size limit). Bad input
+# must be refused as bad input: -32700/-32600/-32602, or a tool error.
+
+BAD_INPUT_CODES = {-32700, -32600, -32602}
+HUGE_NUMBERS = [2**63, -(2**63) - 1, 2**64, 10**30, 10**400, -(10**400)]
+
+
+def _nested(depth: int, kind: str) -> str:
+    if kind == "list":
+        return "[" * depth + "]" * depth
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+MODERN_META = json.dumps(
+    {
+        META_VERSION: MODERN,
+        META_CAPABILITIES: {},
+        "io.modelcontextprotocol/clientInfo": {"name": "fuzz", "version": "1"},
+    }
+)
+
+
+def _message(method: str, params_json: str) -> str:
+    """A request whose params are given as JSON text; `_meta` is added for the
+    2026-07-28 era by _for_era."""
+    return (
+        f'{{"jsonrpc": "2.0", "id": 7, "method": "{method}", "params": {params_json}}}'
+    )
+
+
+def _call_body(name: str, arguments_json: str) -> tuple[str, str, str]:
+    params = f'{{"name": "{name}", "arguments": {arguments_json}}}'
+    return "tools/call", name, params
+
+
+def _for_era(request, era: str) -> tuple[bytes, list[tuple[str, str]]]:
+    """The body and header lines of a hostile request in `era`."""
+    headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ]
+    if isinstance(request, str):  # a whole body, not a message
+        method, name, body = "tools/list", None, request
+    else:
+        method, name, params = request
+        if era == "modern":
+            params = params[:-1] + f', "_meta": {MODERN_META}}}'
+        body = _message(method, params)
+    if era == "modern":
+        headers += [("MCP-Protocol-Version", MODERN), ("Mcp-Method", method)]
+        if name:
+            headers.append(("Mcp-Name", name))
+    else:
+        headers.append(("MCP-Protocol-Version", LEGACY))
+    return body.encode(), headers
+
+
+@st.composite
+def hostile_requests(draw, document_id: int):
+    shape = draw(st.sampled_from(["depth", "magnitude", "size"]), label="shape")
+    if shape == "depth":
+        depth = draw(
+            st.sampled_from([33, 64, 500, 1_000, 5_000, 100_000])
+            | st.integers(33, 3_000),
+            label="depth",
+        )
+        nested = _nested(depth, draw(st.sampled_from(["list", "object"])))
+        where = draw(st.sampled_from(["root", "params", "filter", "argument"]))
+        if where == "root":
+            return nested
+        if where == "params":
+            return "tools/list", None, f'{{"cursor": {nested}}}'
+        if where == "filter":
+            return _call_body(
+                "retrieve_text_chunks",
+                f'{{"query": "holiday", "metadata_filter": {{"topic": {nested}}}}}',
+            )
+        return _call_body("list_documents", f'{{"metadata_filter": {nested}}}')
+    if shape == "magnitude":
+        number = draw(st.sampled_from(HUGE_NUMBERS) | st.integers(2**63, 2**70))
+        name, arguments = draw(
+            st.sampled_from(
+                [
+                    ("list_documents", {"offset": number}),
+                    ("list_documents", {"limit": number}),
+                    ("list_documents", {"metadata_filter": {"year": number}}),
+                    ("list_documents", {"metadata_filter": {"year": {"min": number}}}),
+                    (
+                        "get_pages",
+                        {"document_id": number, "page_start": 1, "page_end": 1},
+                    ),
+                    (
+                        "get_pages",
+                        {
+                            "document_id": document_id,
+                            "page_start": number,
+                            "page_end": number,
+                        },
+                    ),
+                    ("get_citation_url", {"document_ids": [number]}),
+                    ("get_citation_url", {"document_ids": [1], "page_number": number}),
+                    ("retrieve_text_chunks", {"query": "x", "document_ids": [number]}),
+                    ("retrieve_text_chunks", {"query": "x", "limit": number}),
+                ]
+            ),
+            label="call",
+        )
+        return _call_body(name, json.dumps(arguments))
+    words = draw(st.integers(2_000, 140_000), label="distinct words")
+    query = " ".join(f"w{n:x}q" for n in range(words))
+    name = draw(st.sampled_from(["retrieve_text_chunks", "rag_search"]))
+    return _call_body(name, json.dumps({"query": query}))
+
+
+def test_hostile_shapes_are_refused_as_bad_input(handbook, handbook_key, settings):
+    """300 bodies of extreme depth (to 100,000 levels, at the root, in params, a
+    filter or an argument), magnitude (ids, pages, offsets, limits and filter
+    numbers past bigint, to 10**400) and size (queries of up to 140,000 distinct
+    words, about 1 MB) in both eras: each is answered without a 5xx and refused
+    as bad input (-32700, -32600, -32602 or a tool error), never as an internal
+    error (a filter on a huge number is answered: nothing matches); normal
+    calls still work afterwards."""
+    settings.MCP_RATE_LIMIT_PER_MINUTE = 0
+    client = RawClient()
+    document_id = doc_id("Holiday policy")
+    seen: dict[str, int] = {}
+
+    @hypothesis_settings(FUZZ_SETTINGS, max_examples=150)
+    @given(st.data())
+    def run(data):
+        request = data.draw(hostile_requests(document_id), label="request")
+        era = data.draw(st.sampled_from(["modern", "legacy"]), label="era")
+        body, headers = _for_era(request, era)
+        headers.append(("Authorization", f"Bearer {handbook_key}"))
+        response = client.send(PATH, body, headers)
+        message = check_reply(response, 7, check_id=False)
+        assert message is not None
+        if "error" in message:
+            code = message["error"]["code"]
+            assert code in BAD_INPUT_CODES, message["error"]
+            seen[f"error {code}"] = seen.get(f"error {code}", 0) + 1
+        elif message["result"].get("isError"):
+            seen["tool error"] = seen.get("tool error", 0) + 1
+        else:
+            # Only a filter on a huge number is a fair question (no document
+            # matches); every other shape here must be refused.
+            assert b'"metadata_filter": {"year"' in body, message["result"]
+            seen["answered"] = seen.get("answered", 0) + 1
+
+    run()
+    assert sum(seen.values()) >= 150
     assert_still_serving(handbook_key)

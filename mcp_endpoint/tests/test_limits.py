@@ -191,9 +191,12 @@ def test_chat_model_timeout_setting_caps_the_channel_timeout(
     model that never answers gives an isError rag_search result within a few
     seconds (one retry), not after the channel's 120 s."""
     settings.CHAT_MODEL_TIMEOUT = 1.0
+    settings.CHAT_MODEL_ENDPOINTS = {
+        "slow": {"base_url": slow_model, "api_key_env": "", "models": []}
+    }
     Channel.objects.filter(pk=handbook.pk).update(
         generator_kind=Channel.GeneratorKind.CHAT,
-        generator_base_url=slow_model,
+        generator_endpoint="slow",
         generator_model="slow",
         generator_timeout=120,
     )

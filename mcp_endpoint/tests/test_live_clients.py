@@ -284,12 +284,11 @@ def test_rate_limit_counter_is_shared_by_the_workers(quire_server):
     counter per key."""
     from django.db.models import Sum
 
-    from documents.models import ApiKey
-    from documents.services.keys import digest_key
-    from mcp_endpoint.models import RateLimitWindow
+    from documents.access import digest_key
+    from documents.models import ApiKey, RateLimitWindow
 
     key = ApiKey.objects.get(digest=digest_key(quire_server.demo_key))
-    counted = RateLimitWindow.objects.filter(api_key=key)
+    counted = RateLimitWindow.objects.filter(subject=f"key:{key.pk}")
 
     def total() -> int:
         return counted.aggregate(n=Sum("count"))["n"] or 0

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from documents.access import COMMAND_LINE
 from mcp_endpoint.registry import registry
 from mcp_endpoint.tests import conformance_fixtures
 
@@ -144,7 +145,7 @@ def test_fixtures_stay_out_of_other_channels(mcp_any, fixtures_in_handbook, pape
     from documents.services.keys import create_api_key
     from mcp_endpoint.tests.conftest import McpClient
 
-    key = create_api_key(name="p", channels=[papers]).raw_key
+    key = create_api_key(actor=COMMAND_LINE, name="p", channels=[papers]).raw_key
     names = [t["name"] for t in McpClient("papers", key).result("tools/list")["tools"]]
     assert not any(name.startswith("test_") for name in names)
     handbook_names = [t["name"] for t in mcp_any.result("tools/list")["tools"]]

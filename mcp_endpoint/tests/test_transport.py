@@ -9,6 +9,7 @@ import pytest
 from django.urls import clear_url_caches
 from django.utils import timezone
 
+from documents.access import COMMAND_LINE
 from documents.services.keys import create_api_key, revoke_api_key
 from mcp_endpoint.tests.conftest import McpClient
 
@@ -19,7 +20,9 @@ def test_missing_key_is_refused_with_401(handbook):
     """A request without a key gets 401 and a Bearer challenge, before any work."""
     response = McpClient("handbook", None).send("tools/list")
     assert response.status_code == 401
-    assert response["WWW-Authenticate"] == "Bearer"
+    challenge = response["WWW-Authenticate"]
+    assert challenge.startswith("Bearer resource_metadata=")
+    assert "error=" not in challenge  # no credentials, no error (RFC 6750)
     assert json.loads(response.content)["error"]["message"] == "An API key is required."
 
 
@@ -31,8 +34,8 @@ def test_unknown_key_is_refused_with_401(handbook):
 
 def test_revoked_key_is_refused_with_401(handbook):
     """A revoked key gets 401."""
-    new = create_api_key(name="old", channels=[handbook])
-    revoke_api_key(api_key=new.api_key)
+    new = create_api_key(actor=COMMAND_LINE, name="old", channels=[handbook])
+    revoke_api_key(actor=COMMAND_LINE, api_key=new.api_key)
     response = McpClient("handbook", new.raw_key).send("tools/list")
     assert response.status_code == 401
     assert "revoked" in json.loads(response.content)["error"]["message"]
@@ -41,7 +44,9 @@ def test_revoked_key_is_refused_with_401(handbook):
 def test_expired_key_is_refused_with_401(handbook):
     """A key past its expiry date gets 401."""
     past = timezone.now() - datetime.timedelta(minutes=1)
-    new = create_api_key(name="old", channels=[handbook], expires_at=past)
+    new = create_api_key(
+        actor=COMMAND_LINE, name="old", channels=[handbook], expires_at=past
+    )
     response = McpClient("handbook", new.raw_key).send("tools/list")
     assert response.status_code == 401
     assert "expired" in json.loads(response.content)["error"]["message"]
@@ -151,7 +156,9 @@ def test_rate_limit_counts_per_key(
 ):
     """Another key of the same channel has its own budget."""
     settings.MCP_RATE_LIMIT_PER_MINUTE = 1
-    other = create_api_key(name="second", channels=[handbook]).raw_key
+    other = create_api_key(
+        actor=COMMAND_LINE, name="second", channels=[handbook]
+    ).raw_key
     assert McpClient("handbook", handbook_key).send("tools/list").status_code == 200
     assert McpClient("handbook", handbook_key).send("tools/list").status_code == 429
     assert McpClient("handbook", other).send("tools/list").status_code == 200

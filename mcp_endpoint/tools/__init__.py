@@ -3,6 +3,7 @@
 from mcp_endpoint.registry import registry
 from mcp_endpoint.tools.documents import GetCitationUrl, GetPages, ListDocuments
 from mcp_endpoint.tools.feedback import SubmitFeedback
+from mcp_endpoint.tools.research import Fetch, Search
 from mcp_endpoint.tools.search import RagSearch, RetrieveTextChunks
 
 for tool in (
@@ -12,5 +13,7 @@ for tool in (
     RetrieveTextChunks(),
     RagSearch(),
     SubmitFeedback(),
+    Search(),
+    Fetch(),
 ):
     registry.register(tool)

@@ -3,7 +3,7 @@
 import base64
 import copy
 import json
-from typing import Literal
+from typing import Annotated, Literal
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -12,7 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from documents import listing
 from documents.filters import FilterError
+from documents.limits import MAX_ID, MAX_OFFSET, MAX_PAGE
 from documents.models import Channel, Document, Page
+from documents.results import citation_label
 from mcp_endpoint import schemas
 from mcp_endpoint.citations import citation_url
 from mcp_endpoint.registry import (
@@ -47,8 +49,12 @@ class ListDocuments(Tool):
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
         metadata_filter: dict | None = None
-        offset: int = Field(0, ge=0, description="How many documents to skip.")
-        limit: int = Field(25, ge=1, description="How many documents to return.")
+        offset: int = Field(
+            0, ge=0, le=MAX_OFFSET, description="How many documents to skip."
+        )
+        limit: int = Field(
+            25, ge=1, le=MAX_ID, description="How many documents to return."
+        )
         newest_first: bool = Field(True)
 
     def description(self, channel: Channel) -> str:
@@ -126,9 +132,10 @@ def _read_pages(
             f"Document {document_id} has pages 1 to {last}; "
             f"pages {start}-{end} are outside it."
         )
+    _check_reply_size(document, pages, kind)
     content: list[dict] = []
     for page in pages:
-        label = f"[Document {document.pk}, Page {page.number}]"
+        label = citation_label(document.pk, page.number)
         content.append(text_block(f"{label} (text read by OCR)" if page.ocr else label))
         if kind in ("text", "both"):
             if page.has_text and page.text.strip():
@@ -151,6 +158,43 @@ def _read_pages(
     return content
 
 
+def _page_reply_bytes(page: Page, kind: str) -> int:
+    """About how many bytes a page adds to the reply (images travel as base64)."""
+    size = len(page.text.encode("utf-8")) if kind in ("text", "both") else 0
+    if kind in ("image", "both") and page.image:
+        try:
+            size += default_storage.size(page.image.name) * 4 // 3
+        except OSError:
+            pass
+    return size + 200
+
+
+def _check_reply_size(document: Document, pages: list[Page], kind: str) -> None:
+    """ToolError before anything is read when the pages would pass
+    MCP_REPLY_MAX_BYTES; the message says how many of them fit."""
+    budget = settings.MCP_REPLY_MAX_BYTES
+    total, fitting = 0, 0
+    for page in pages:
+        total += _page_reply_bytes(page, kind)
+        if total <= budget:
+            fitting += 1
+    if total <= budget:
+        return
+    first = pages[0].number
+    fit = (
+        f"pages {first}-{first + fitting - 1} fit"
+        if fitting > 1
+        else f"page {first} fits"
+        if fitting == 1
+        else "not even one page fits with its image"
+    )
+    raise ToolError(
+        f"Pages {first}-{pages[-1].number} of document {document.pk} come to about "
+        f"{total / 1e6:.1f} MB with their images; a reply holds at most "
+        f"{budget / 1e6:.1f} MB, so {fit}. Ask for fewer pages, or type 'text'."
+    )
+
+
 class GetPages(Tool):
     """Read whole pages of one document, in order: each page's label
     [Document <id>, Page <n>], its text, and its image (PNG) when type is
@@ -171,9 +215,13 @@ class GetPages(Tool):
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
-        document_id: int = Field(ge=1, description="The document's id.")
-        page_start: int = Field(ge=1, description="First page to return (1-based).")
-        page_end: int = Field(ge=1, description="Last page to return (inclusive).")
+        document_id: int = Field(ge=1, le=MAX_ID, description="The document's id.")
+        page_start: int = Field(
+            ge=1, le=MAX_PAGE, description="First page to return (1-based)."
+        )
+        page_end: int = Field(
+            ge=1, le=MAX_PAGE, description="Last page to return (inclusive)."
+        )
         type: Literal["text", "image", "both"] = Field(
             "both",
             description='"text", "image" (rendered page) or "both".',
@@ -182,7 +230,7 @@ class GetPages(Tool):
     def description(self, channel: Channel) -> str:
         return (
             f"{super().description(channel)} At most {pages_cap(channel)} "
-            "pages per call."
+            f"pages per call.\n\n{schemas.UNTRUSTED_TEXT}"
         )
 
     def input_schema(self, channel: Channel) -> dict:
@@ -200,14 +248,19 @@ class GetPages(Tool):
         return ToolResult(content)
 
 
-def _citation_urls(
-    channel: Channel, document_ids: list[int], base_url: str, page: int | None
-) -> dict:
+def _citation_urls(ctx: CallContext, document_ids: list[int], page: int | None) -> dict:
     documents = (
-        Document.objects.for_channel(channel).ready().filter(pk__in=document_ids)
+        Document.objects.for_channel(ctx.channel).ready().filter(pk__in=document_ids)
     )
     return {
-        str(document.pk): citation_url(document, base_url=base_url, page=page)
+        str(document.pk): citation_url(
+            document,
+            base_url=ctx.base_url,
+            page=page,
+            api_key=ctx.api_key,
+            user=ctx.user,
+            grant=ctx.grant,
+        )
         for document in documents.order_by("pk")
     }
 
@@ -225,11 +278,14 @@ class GetCitationUrl(Tool):
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
-        document_ids: list[int] = Field(
+        document_ids: list[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(
             min_length=1, max_length=100, description="Document ids to link to."
         )
         page_number: int | None = Field(
-            None, ge=1, description="Optional page for PDF links to open at."
+            None,
+            ge=1,
+            le=MAX_PAGE,
+            description="Optional page for PDF links to open at.",
         )
 
     def output_schema(self, channel: Channel) -> dict:
@@ -237,6 +293,6 @@ class GetCitationUrl(Tool):
 
     async def run(self, args: Args, ctx: CallContext) -> ToolResult:
         urls = await sync_to_async(_citation_urls)(
-            ctx.channel, args.document_ids, ctx.base_url, args.page_number
+            ctx, args.document_ids, args.page_number
         )
         return json_result(urls)

@@ -5,7 +5,8 @@ import copy
 from asgiref.sync import sync_to_async
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_endpoint import schemas, services
+from documents.services import feedback as services
+from mcp_endpoint import schemas
 from mcp_endpoint.registry import CallContext, Tool, ToolResult
 from mcp_endpoint.tools.documents import json_result
 
@@ -26,8 +27,12 @@ class SubmitFeedback(Tool):
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
-        query: str = Field(min_length=1, description="The question that was asked.")
-        answer: str = Field(min_length=1, description="The answer being rated.")
+        query: str = Field(
+            min_length=1, max_length=20_000, description="The question that was asked."
+        )
+        answer: str = Field(
+            min_length=1, max_length=50_000, description="The answer being rated."
+        )
         score: int = Field(ge=1, le=5, description="1 (useless) to 5 (excellent).")
         comment: str = Field("", max_length=5000, description="Optional remarks.")
 

@@ -1,16 +1,20 @@
 """Tools that search a channel: passages, and answers with citations."""
 
 import copy
-from dataclasses import asdict
+from typing import Annotated
 
 from asgiref.sync import sync_to_async
-from pydantic import BaseModel, ConfigDict, Field
+from django.conf import settings
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from documents import generation
 from documents.filters import FilterError
-from documents.models import Channel
+from documents.limits import MAX_ID, check_query
+from documents.models import Channel, Document
+from documents.regions import add_passage_regions
 from documents.search import service
 from mcp_endpoint import schemas
+from mcp_endpoint.citations import citation_page_url
 from mcp_endpoint.registry import (
     CallContext,
     Tool,
@@ -28,16 +32,27 @@ QUERY_DESCRIPTION = (
 class SearchArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     query: str = Field(min_length=1, description=QUERY_DESCRIPTION)
-    document_ids: list[int] | None = None
+    document_ids: list[Annotated[int, Field(ge=1, le=MAX_ID)]] | None = Field(
+        None, min_length=1, max_length=100
+    )
     metadata_filter: dict | None = None
+
+    @field_validator("query")
+    @classmethod
+    def _short_enough(cls, query: str) -> str:
+        return check_query(query)
 
 
 class SearchTool(Tool):
     Args = SearchArgs
     error_types = (FilterError,)
 
+    def description(self, channel: Channel) -> str:
+        return f"{super().description(channel)}\n\n{schemas.UNTRUSTED_TEXT}"
+
     def input_schema(self, channel: Channel) -> dict:
         schema = super().input_schema(channel)
+        schema["properties"]["query"]["maxLength"] = settings.QUERY_MAX_CHARS
         schema["properties"]["document_ids"] = schemas.document_ids_schema()
         filter_schema = schemas.metadata_filter_schema(channel)
         filter_schema["description"] += " Ignored when document_ids is set."
@@ -46,15 +61,16 @@ class SearchTool(Tool):
 
 
 class RetrieveTextChunksArgs(SearchArgs):
-    limit: int | None = Field(None, ge=1)
+    limit: int | None = Field(None, ge=1, le=MAX_ID)
 
 
 class RetrieveTextChunks(SearchTool):
     """Find the passages of this collection that best match a query.
 
     Returns {"chunks": [{document_id, document_title, chunk_id, page_number, text,
-    score, metadata}]}, best first. Cite a passage as [Document <id>, Page <n>];
-    read the surrounding page with get_pages. Pages without text (scans) are not
+    score, metadata, regions}]}, best first. Cite a passage as [Document <id>,
+    Page <n>]; read the surrounding page with get_pages. `regions` are the boxes
+    of the passage's lines on its PDF page. Pages without text (scans) are not
     searched: read those with get_pages.
     """
 
@@ -81,22 +97,31 @@ class RetrieveTextChunks(SearchTool):
         return copy.deepcopy(schemas.CHUNKS_OUTPUT_SCHEMA)
 
     async def run(self, args: RetrieveTextChunksArgs, ctx: CallContext) -> ToolResult:
-        chunks = await sync_to_async(service.retrieve_chunks)(
-            ctx.channel,
-            args.query,
-            document_ids=args.document_ids,
-            metadata_filter=args.metadata_filter,
-            limit=args.limit,
-        )
-        return json_result({"chunks": [asdict(chunk) for chunk in chunks]})
+        chunks = await sync_to_async(_passages)(ctx.channel, args)
+        return json_result({"chunks": [chunk.model_dump() for chunk in chunks]})
+
+
+def _passages(channel: Channel, args: RetrieveTextChunksArgs) -> list:
+    chunks = service.retrieve_chunks(
+        channel,
+        args.query,
+        document_ids=args.document_ids,
+        metadata_filter=args.metadata_filter,
+        limit=args.limit,
+    )
+    add_passage_regions(chunks)
+    return chunks
 
 
 class RagSearch(SearchTool):
     """Answer a question from this collection, citing sources inline as
     [Document <id>, Page <n>].
 
-    The text ends with "No references found" when nothing in the collection
-    supports an answer. The structured result lists the citations with quotes.
+    The answer quotes the sentences that answer, best first, each in quotation
+    marks and followed by its label. The text ends with "No references found"
+    when nothing in the collection supports an answer. The structured result
+    lists the citations with their quotes, the quote's regions on the page and a
+    link a person can open to see the quoted lines highlighted on the page.
     """
 
     name = "rag_search"
@@ -117,4 +142,22 @@ class RagSearch(SearchTool):
             metadata_filter=args.metadata_filter,
         )
         await ctx.progress(1, 1, "Answer ready")
-        return ToolResult([text_block(answer.text)], structured=answer.as_dict())
+        structured = answer.as_dict()
+        for citation, out in zip(
+            answer.citations, structured["citations"], strict=True
+        ):
+            span = (
+                (citation.start, citation.end)
+                if citation.start is not None and citation.end is not None
+                else None
+            )
+            out["url"] = citation_page_url(
+                Document(pk=citation.document_id, channel_id=ctx.channel.pk),
+                base_url=ctx.base_url,
+                page=citation.page_number,
+                span=span,
+                api_key=ctx.api_key,
+                user=ctx.user,
+                grant=ctx.grant,
+            )
+        return ToolResult([text_block(answer.text)], structured=structured)

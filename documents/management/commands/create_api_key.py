@@ -5,6 +5,7 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from documents.access import COMMAND_LINE
 from documents.models import Channel
 from documents.services.keys import create_api_key
 
@@ -25,13 +26,19 @@ class Command(BaseCommand):
             help="A channel the key opens. Repeat for more channels.",
         )
         parser.add_argument(
+            "--write",
+            action="store_true",
+            help="Also allow writes (REST upload, delete, re-ingest). Without it "
+            "the key is read-only: every MCP tool, search, answers, REST reads.",
+        )
+        parser.add_argument(
             "--expires-in-days",
             type=int,
             metavar="DAYS",
             help="Expire the key after this many days (default: never).",
         )
 
-    def handle(self, *args, name, channel, expires_in_days, **options):
+    def handle(self, *args, name, channel, write, expires_in_days, **options):
         slugs = list(dict.fromkeys(channel))
         channels = list(Channel.objects.filter(slug__in=slugs))
         missing = sorted(set(slugs) - {c.slug for c in channels})
@@ -47,10 +54,16 @@ class Command(BaseCommand):
             if expires_in_days
             else None
         )
-        new = create_api_key(name=name, channels=channels, expires_at=expires_at)
+        new = create_api_key(
+            actor=COMMAND_LINE,
+            name=name,
+            channels=channels,
+            expires_at=expires_at,
+            scopes=["read", "write"] if write else ["read"],
+        )
         self.stderr.write(
-            f"Created API key {new.api_key.prefix}… “{name}” for "
-            f"{', '.join(slugs)}"
+            f"Created {'a read and write' if write else 'a read-only'} API key "
+            f"{new.api_key.prefix}… “{name}” for {', '.join(slugs)}"
             + (f", expiring {expires_at:%Y-%m-%d %H:%M} UTC" if expires_at else "")
             + ". It is shown once:"
         )

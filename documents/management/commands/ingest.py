@@ -8,6 +8,7 @@ from django.core.files import File
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from documents.access import COMMAND_LINE
 from documents.ingestion import formats
 from documents.metadata import clean_metadata
 from documents.models import Channel, Document
@@ -62,6 +63,7 @@ class Command(BaseCommand):
             try:
                 with path.open("rb") as handle:
                     document = create_document(
+                        actor=COMMAND_LINE,
                         channel=channel_obj,
                         file=File(handle, name=path.name),
                         metadata=values,

@@ -3,6 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from documents.access import COMMAND_LINE
 from documents.models import Channel, Document
 from documents.services.documents import ingest_document, reingest_document
 
@@ -42,7 +43,7 @@ class Command(BaseCommand):
         )
         if queue:
             for document in documents:
-                reingest_document(document=document)
+                reingest_document(actor=COMMAND_LINE, document=document)
             self.stdout.write(
                 f"Queued {len(documents)} document(s) for re-ingestion; the worker "
                 "(manage.py db_worker) will read them."

@@ -1,0 +1,478 @@
+"""Abuse: replays issue 11's items 5-7 against a live Quire and prints figures.
+
+    .venv/bin/python benchmarks/abuse.py        # make bench-abuse
+
+In its own stack (.data/bench-abuse: embedded PostgreSQL, uvicorn with two
+workers and Quire's HTTP protocol, two ingestion workers), as a hostile client
+would:
+
+1. Unauthenticated bodies: a 200 MB upload with no key, and one with a
+   read-only key; how many bytes the server took before it answered.
+2. Slow sockets: 800 that never finish their headers and 300 that never finish
+   their body, from 127.0.0.1, while a real client on 127.0.0.2 calls
+   tools/list; how long the sockets stay open, and the real client's latency.
+3. A hostile PDF (pages of a million rectangles each), then a small text file
+   3 s later: how long the small file waits to be ready; and 60 re-ingest
+   requests in a row: how many ingestions they queue.
+4. A 100-page PDF sharing one noise image: page-image bytes per input byte.
+5. Twelve parallel get_pages calls for images of 10 pages: the replies, and
+   the web workers' peak memory during and after.
+"""
+
+import argparse
+import json
+import random
+import socket
+import statistics
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import stack  # noqa: E402
+
+SLUG = "abuse"
+BIG = 200 * 1024 * 1024
+
+
+# --- Files a hostile user would upload -----------------------------------------
+
+
+def pdf(objects: list[bytes], root: int = 1) -> bytes:
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        root,
+        xref,
+    )
+    return bytes(out)
+
+
+def _stream(deflated: bytes) -> bytes:
+    return b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (
+        len(deflated),
+        deflated,
+    )
+
+
+def _pages_pdf(
+    contents: list[bytes], resources: bytes = b"<< >>", shared: list[bytes] = ()
+) -> bytes:
+    """Catalog (1), page tree (2), `shared` objects (3, 4, ...), then one page
+    per (deflated) content stream."""
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"", *shared]
+    kids = []
+    for content in contents:
+        if isinstance(content, int):  # the number of a shared stream
+            stream = content
+        else:
+            stream = len(objects) + 1
+            objects.append(_stream(content))
+        kids.append(len(objects) + 1)
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            b"/Resources %s /Contents %d 0 R >>" % (resources, stream)
+        )
+    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (
+        b" ".join(b"%d 0 R" % kid for kid in kids),
+        len(kids),
+    )
+    return pdf(objects)
+
+
+def rectangles_pdf(pages: int = 40, per_page: int = 1_000_000) -> bytes:
+    """Pages drawing a million tiny rectangles each (one shared content stream:
+    cheap to send, slow to read)."""
+    row = "".join(f"{x % 612} 0 1 1 re f\n" for x in range(1000)).encode()
+    ops = b"".join(
+        b"q 1 0 0 1 0 %d cm " % (y % 792) + row + b"Q\n"
+        for y in range(per_page // 1000)
+    )
+    return _pages_pdf([3] * pages, shared=[_stream(zlib.compress(ops, 9))])
+
+
+def noise_pdf(pages: int = 100, side: int = 320) -> bytes:
+    """Pages that all show one image of random pixels (object 3), full page."""
+    noise = random.Random(6).randbytes(side * side * 3)
+    image = (
+        b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace "
+        b"/DeviceRGB /BitsPerComponent 8 /Length %d >>\nstream\n%s\nendstream"
+        % (side, side, len(noise), noise)
+    )
+    draw = zlib.compress(b"q 612 0 0 792 0 0 cm /Im0 Do Q")
+    return _pages_pdf(
+        [draw] * pages, resources=b"<< /XObject << /Im0 3 0 R >> >>", shared=[image]
+    )
+
+
+# --- Probes ----------------------------------------------------------------------
+
+
+def unauthenticated_upload(port: int, key: str | None) -> tuple[int, float, str]:
+    """Send a 200 MB multipart upload as fast as the server takes it; (bytes
+    the server accepted, seconds to the answer, status line)."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    headers = [
+        "POST /api/channels/abuse/documents HTTP/1.1",
+        "Host: 127.0.0.1",
+        "Content-Type: multipart/form-data; boundary=xyz",
+        f"Content-Length: {BIG}",
+    ]
+    if key:
+        headers.append(f"Authorization: Bearer {key}")
+    sock.sendall(("\r\n".join(headers) + "\r\n\r\n").encode())
+    sock.setblocking(False)
+    chunk = b"x" * 65536
+    sent, started, reply = 0, time.monotonic(), b""
+    while sent < BIG and time.monotonic() - started < 60:
+        try:
+            reply += sock.recv(4096)
+            if reply:
+                break
+        except BlockingIOError:
+            pass
+        except (ConnectionResetError, BrokenPipeError):
+            break
+        try:
+            sent += sock.send(chunk)
+        except BlockingIOError:
+            time.sleep(0.001)
+        except (BrokenPipeError, ConnectionResetError):
+            break
+    elapsed = time.monotonic() - started
+    sock.close()
+    status = reply.split(b"\r\n", 1)[0].decode(errors="replace") or "(closed)"
+    return sent, elapsed, status
+
+
+def slow_sockets(port: int, headers_only: int, bodies: int) -> list[socket.socket]:
+    opened = []
+    for number in range(headers_only + bodies):
+        try:
+            sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        except OSError:
+            continue
+        try:
+            if number < headers_only:
+                sock.sendall(b"GET /admin/login/ HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            else:
+                sock.sendall(
+                    b"POST /admin/login/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    b"Content-Type: application/x-www-form-urlencoded\r\n"
+                    b"Content-Length: 100000\r\n\r\nusername="
+                )
+        except OSError:
+            pass
+        sock.setblocking(False)
+        opened.append(sock)
+    return opened
+
+
+def still_open(sockets: list[socket.socket]) -> int:
+    count = 0
+    for sock in sockets:
+        try:
+            data = sock.recv(1)
+            if data:
+                count += 1  # answered, still open
+        except BlockingIOError:
+            count += 1
+        except OSError:
+            pass
+    return count
+
+
+def real_client(url: str, key: str, stop: threading.Event, out: list) -> None:
+    source = ("127.0.0.2", 0)
+    while not stop.is_set():
+        started = time.monotonic()
+        try:
+            status, _, _ = mcp_from(url, key, source)
+        except OSError:
+            status = 0
+        out.append((status, (time.monotonic() - started) * 1000))
+        time.sleep(0.2)
+
+
+def mcp_from(url: str, key: str, source: tuple[str, int]):
+    """stack.mcp_call, from another local address."""
+    import http.client
+
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    connection = http.client.HTTPConnection(
+        host, int(port), timeout=30, source_address=source
+    )
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    connection.request(
+        "POST",
+        "/mcp/abuse",
+        body,
+        {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "Authorization": f"Bearer {key}",
+            "MCP-Protocol-Version": "2025-11-25",
+        },
+    )
+    response = connection.getresponse()
+    response.read()
+    connection.close()
+    return response.status, None, None
+
+
+def upload(port: int, key: str, name: str, data: bytes) -> dict:
+    boundary = "quireabuse"
+    body = (
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+            f'filename="{name}"\r\nContent-Type: application/octet-stream\r\n\r\n'
+        ).encode()
+        + data
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/channels/{SLUG}/documents",
+        body,
+        {
+            "Content-Type": f"multipart/form-data; boundary={boundary}",
+            "Authorization": f"Bearer {key}",
+        },
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return json.loads(response.read())
+
+
+def wait_ready(document_id: int, timeout: float = 900) -> tuple[str, float]:
+    from documents.models import Document
+
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        document = Document.objects.get(pk=document_id)
+        if document.status in ("ready", "failed"):
+            return document.status, time.monotonic() - started
+        time.sleep(0.25)
+    return "timeout", timeout
+
+
+def bytes_read(web) -> int:
+    """Bytes the web server's processes have read from sockets and files
+    (/proc/<pid>/io rchar), summed."""
+    total = 0
+    process = psutil.Process(web.pid)
+    for member in [process, *process.children(recursive=True)]:
+        try:
+            total += member.io_counters().read_chars
+        except psutil.Error:
+            pass
+    return total
+
+
+def web_rss(web) -> int:
+    total = 0
+    for child in psutil.Process(web.pid).children(recursive=True):
+        try:
+            total = max(total, child.memory_info().rss)
+        except psutil.Error:
+            pass
+    return total
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--slow-headers", type=int, default=800)
+    parser.add_argument("--slow-bodies", type=int, default=300)
+    args = parser.parse_args()
+    env = stack.boot("abuse", MCP_RATE_LIMIT_PER_MINUTE="100000")
+    env["EMBEDDING_THREADS"] = "1"
+
+    from django.db import connections
+    from django_tasks_db.models import DBTaskResult
+
+    from documents.access import COMMAND_LINE
+    from documents.models import Channel, Page
+    from documents.services.channels import create_channel
+    from documents.services.documents import delete_channel
+    from documents.services.keys import create_api_key
+
+    for old in Channel.objects.filter(slug=SLUG):
+        delete_channel(channel=old, actor=COMMAND_LINE)
+    DBTaskResult.objects.all().delete()
+    channel = create_channel(slug=SLUG, name="Abuse")
+    reader = create_api_key(actor=COMMAND_LINE, name="reader", channels=[channel])
+    writer = create_api_key(
+        actor=COMMAND_LINE, name="writer", channels=[channel], scopes=["write"]
+    )
+    connections.close_all()
+    port = stack.free_port()
+    web = stack.start_web(env, workers=2, port=port)
+    workers = [stack.start_worker(env), stack.start_worker(env)]
+    url = f"http://127.0.0.1:{port}/mcp/{SLUG}"
+    try:
+        print("1. Unauthenticated bodies (a 200 MB upload)")
+        for label, key in (("no key", None), ("read-only key", reader.raw_key)):
+            before = bytes_read(web)
+            sent, seconds, status = unauthenticated_upload(port, key)
+            time.sleep(0.5)
+            print(
+                f"   {label:14} {status}, answered in {seconds * 1000:.0f} ms; "
+                f"the server read {(bytes_read(web) - before) / 1e3:.0f} kB in all "
+                f"(the client got {sent / 1e6:.1f} MB into socket buffers first)"
+            )
+
+        print(
+            f"2. Slow sockets: {args.slow_headers} slow headers and "
+            f"{args.slow_bodies} slow bodies from 127.0.0.1"
+        )
+        stop, latencies = threading.Event(), []
+        client = threading.Thread(
+            target=real_client, args=(url, reader.raw_key, stop, latencies)
+        )
+        client.start()
+        time.sleep(1.0)
+        baseline = len(latencies)
+        started = time.monotonic()
+        sockets = slow_sockets(port, args.slow_headers, args.slow_bodies)
+        print(f"   opened {len(sockets)} in {time.monotonic() - started:.1f} s")
+        for wait in (0.5, 5, 15, 30):
+            time.sleep(max(0.0, started + wait - time.monotonic()))
+            print(f"   still open after {wait:4.1f} s: {still_open(sockets)}")
+        stop.set()
+        client.join()
+        for sock in sockets:
+            sock.close()
+        during = [ms for status, ms in latencies[baseline:]]
+        failed = sum(1 for status, _ in latencies[baseline:] if status != 200)
+        during.sort()
+        print(
+            f"   real client (127.0.0.2) meanwhile: {len(during)} tools/list, "
+            f"{failed} failed, p50 {statistics.median(during):.0f} ms, "
+            f"p95 {during[int(len(during) * 0.95) - 1]:.0f} ms, "
+            f"max {during[-1]:.0f} ms"
+        )
+
+        print("3. A hostile PDF, then a small file 3 s later (2 ingestion workers)")
+        hostile = rectangles_pdf()
+        first = upload(port, writer.raw_key, "rectangles.pdf", hostile)
+        time.sleep(3)
+        small = upload(port, writer.raw_key, "note.txt", b"A short note.\n")
+        status, waited = wait_ready(small["id"])
+        print(
+            f"   hostile PDF {len(hostile) / 1e6:.1f} MB; the small file was "
+            f"{status} {waited:.1f} s after its upload"
+        )
+        status, took = wait_ready(first["id"])
+        print(f"   the hostile PDF ended {status} after {took + waited + 3:.0f} s")
+        reingest = f"http://127.0.0.1:{port}/api/channels/{SLUG}/documents/"
+        statuses = []
+        for _ in range(60):
+            request = urllib.request.Request(
+                f"{reingest}{first['id']}/reingest",
+                b"",
+                {"Authorization": f"Bearer {writer.raw_key}"},
+                method="POST",
+            )
+            try:
+                with urllib.request.urlopen(request) as response:
+                    statuses.append(response.status)
+            except urllib.error.HTTPError as error:
+                statuses.append(error.code)
+        queued = DBTaskResult.objects.filter(
+            status__in=["READY", "RUNNING"], args_kwargs__args__0=first["id"]
+        ).count()
+        print(
+            f"   60 re-ingest requests: {statuses.count(202)} accepted, "
+            f"{queued} ingestion(s) queued or running"
+        )
+
+        print("4. A 100-page PDF sharing one noise image")
+        noise = noise_pdf()
+        third = upload(port, writer.raw_key, "noise.pdf", noise)
+        status, took = wait_ready(third["id"])
+        storage = Path(env["QUIRE_DATA_DIR"]) / "media"
+        image_bytes = sum(
+            (storage / name).stat().st_size
+            for name in Page.objects.filter(document_id=third["id"])
+            .exclude(image="")
+            .values_list("image", flat=True)
+        )
+        print(
+            f"   input {len(noise) / 1e3:.0f} kB, {status} in {took:.0f} s; page "
+            f"images {image_bytes / 1e6:.1f} MB = {image_bytes / len(noise):.1f} "
+            "bytes per input byte"
+        )
+
+        print("5. Twelve parallel get_pages (type image, pages 1-10)")
+        before = web_rss(web)
+        peak = [before]
+        done = threading.Event()
+
+        def watch():
+            while not done.is_set():
+                peak.append(web_rss(web))
+                time.sleep(0.05)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+
+        def call(_):
+            return stack.mcp_call(
+                url,
+                reader.raw_key,
+                "tools/call",
+                {
+                    "name": "get_pages",
+                    "arguments": {
+                        "document_id": third["id"],
+                        "page_start": 1,
+                        "page_end": 10,
+                        "type": "image",
+                    },
+                },
+                timeout=120,
+            )
+
+        with ThreadPoolExecutor(12) as pool:
+            replies = list(pool.map(call, range(12)))
+        done.set()
+        watcher.join()
+        time.sleep(2)
+        sizes = [len(json.dumps(reply)) for _, reply, _ in replies]
+        errors = sum(
+            1 for _, reply, _ in replies if reply.get("result", {}).get("isError")
+        )
+        print(
+            f"   replies {min(sizes) / 1e6:.1f}-{max(sizes) / 1e6:.1f} MB "
+            f"({errors} refused by the reply budget); largest web worker "
+            f"{before / 1e6:.0f} MB before, peak {max(peak) / 1e6:.0f} MB, "
+            f"{web_rss(web) / 1e6:.0f} MB 2 s after"
+        )
+        if errors:
+            first_error = next(
+                r for _, r, _ in replies if r.get("result", {}).get("isError")
+            )
+            print("   the tool said: " + first_error["result"]["content"][0]["text"])
+    finally:
+        for worker in workers:
+            stack.stop(worker)
+        stack.stop(web)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

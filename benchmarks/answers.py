@@ -1,0 +1,451 @@
+"""Answer quality of `rag_search` (the offline extractive answerer), over MCP.
+
+    .venv/bin/python benchmarks/answers.py [--rounds 3] [--show misses]
+    make bench-answers
+
+Runs in its own stack (.data/bench-answers: embedded PostgreSQL, media) with two
+channels, built once and reused: the demo channel (demo/channel.json) and a
+channel of twelve real PDFs from ../shared/data/pdfs (papers, a booklet, tables,
+a game manual). The questions in benchmarks/answers_questions.json were written
+as a user would ask them, each with short gold strings and the pages that hold
+the answer, plus off-topic questions that must be refused.
+
+Every question goes to `rag_search` over HTTP (one uvicorn worker, 2026-07-28
+JSON-RPC), with the answer cache emptied before each call so every call runs
+retrieval and the answerer. Prints, per channel and overall:
+
+- answered: a gold string is in the answer text;
+- cited right: a structured citation names one of the gold pages;
+- first-sentence hit: a gold string is in the answer's first quoted sentence;
+- off-topic refused: the answer cites nothing and ends "No references found";
+- median answer length in characters (on-topic questions);
+- p50/p95 latency of the calls, over all rounds.
+"""
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import stack  # noqa: E402
+
+QUESTIONS = Path(__file__).with_name("answers_questions.json")
+PDFS = stack.SHARED_DATA / "pdfs"
+KEY_NAME = "bench-answers"
+REFUSAL = "No references found"
+TARGETS = {
+    "answered": 0.90,
+    "cited right": 0.90,
+    "median chars": 400,
+    "p95 ms": 300,
+}
+_LABEL = re.compile(r"\[Document \d+, Page \d+\]")
+
+
+def normalise(text: str) -> str:
+    """For comparing gold strings: case, dashes, quotes, soft hyphens and
+    whitespace don't matter."""
+    text = text.lower().replace("\ufffe", "").replace("\u00ad", "")
+    text = re.sub(r"[\u2010-\u2015\u2212]", "-", text)
+    text = re.sub(r"[\u2018\u2019]", "'", text)
+    text = re.sub(r"[\u201c\u201d]", '"', text)
+    return " ".join(text.split())
+
+
+def build_channels(rebuild: bool) -> dict:
+    """The demo channel and the PDF channel, ingested for real (reused)."""
+    from django.core.files import File
+
+    from demo.loader import load_demo
+    from documents.models import Channel, Document
+    from documents.services.channels import create_channel
+    from documents.services.documents import create_document, ingest_document
+
+    spec = json.loads(QUESTIONS.read_text())
+    if rebuild:
+        Channel.objects.filter(slug__in=["demo", "pdfs"]).delete()
+    demo = load_demo().channel
+    pdfs = Channel.objects.filter(slug="pdfs").first()
+    if pdfs is None:
+        pdfs = create_channel(slug="pdfs", name="Shared PDFs")
+    present = set(pdfs.documents.values_list("original_filename", flat=True))
+    for relative in spec["channels"]["pdfs"]["files"]:
+        path = PDFS / relative
+        if path.name in present:
+            continue
+        print(f"Ingesting {path.name}…", flush=True)
+        with path.open("rb") as handle:
+            document = create_document(
+                channel=pdfs,
+                file=File(handle, name=path.name),
+                filename=path.name,
+                content_type="application/pdf",
+                enqueue=False,
+            )
+        document = ingest_document(document_id=document.pk)
+        if document.status != Document.Status.READY:
+            print(f"  {path.name} failed: {document.status_reason}")
+    # What the worker's prepare_answers_task does after each ingestion.
+    from documents.generation.vectors import prepare_document
+
+    for channel in (demo, pdfs):
+        for document in channel.documents.filter(status=Document.Status.READY):
+            if prepare_document(document.pk):
+                print(f"Prepared the sentences of {document}")
+    return {"demo": demo, "pdfs": pdfs}
+
+
+def issue_key(channels: dict) -> str:
+    from documents.access import COMMAND_LINE
+    from documents.models import ApiKey
+    from documents.services.keys import create_api_key, revoke_api_key
+
+    for old in ApiKey.objects.filter(name=KEY_NAME, revoked_at__isnull=True):
+        revoke_api_key(api_key=old, actor=COMMAND_LINE)
+    return create_api_key(
+        name=KEY_NAME, channels=list(channels.values()), actor=COMMAND_LINE
+    ).raw_key
+
+
+def gold_pages(channels: dict, questions: list[dict]) -> None:
+    """Resolve each question's [file, page] pairs to (document id, page) and
+    check that a gold string really is on one of them."""
+    from documents.models import Page
+
+    for question in questions:
+        if question.get("off_topic"):
+            continue
+        channel = channels[question["channel"]]
+        pages = set()
+        texts = []
+        for filename, number in question["pages"]:
+            page = (
+                Page.objects.filter(
+                    document__channel=channel,
+                    document__original_filename=filename,
+                    number=number,
+                )
+                .select_related("document")
+                .first()
+            )
+            if page is None:
+                print(f"  warning: no page {filename} p.{number}")
+                continue
+            pages.add((page.document_id, number))
+            texts.append(normalise(page.text))
+        question["gold_pages"] = pages
+        if not any(normalise(g) in text for g in question["gold"] for text in texts):
+            print(f"  warning: no gold string on its pages: {question['question']}")
+
+
+def ask(url: str, key: str, channel, question: str) -> tuple[dict, float]:
+    from django.core.cache import cache
+
+    from documents.generation.service import answer_cache_key
+
+    # Every call runs retrieval and the answerer: its cached answer goes first.
+    channel.refresh_from_db(fields=["corpus_version"])
+    cache.delete(
+        answer_cache_key(channel, channel.corpus_version, question, None, None)
+    )
+    status, reply, seconds = stack.mcp_call(
+        url, key, "tools/call", {"name": "rag_search", "arguments": {"query": question}}
+    )
+    result = reply.get("result") or {}
+    if status != 200 or result.get("isError") or "structuredContent" not in result:
+        raise RuntimeError(f"rag_search failed ({status}): {reply}")
+    return result["structuredContent"], seconds
+
+
+def first_sentence(answer: str) -> str:
+    """The answer up to its first citation label."""
+    match = _LABEL.search(answer)
+    return answer[: match.start()] if match else answer
+
+
+def judge(question: dict, structured: dict) -> dict:
+    answer = structured["answer"]
+    refused = answer.rstrip().endswith(REFUSAL) and not structured["citations"]
+    if question.get("off_topic"):
+        return {"refused": refused, "chars": len(answer)}
+    gold = [normalise(g) for g in question["gold"]]
+    text = normalise(answer)
+    cited = {(c["document_id"], c["page_number"]) for c in structured["citations"]}
+    return {
+        "answered": any(g in text for g in gold),
+        "cited": bool(cited & question["gold_pages"]),
+        "first": any(g in normalise(first_sentence(answer)) for g in gold),
+        "chars": len(answer),
+    }
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def report(questions: list[dict], latencies: list[float]) -> list[str]:
+    """The table of figures, and the list of targets missed."""
+    rows = []
+    missed = []
+    for name in ("demo", "pdfs", "all"):
+        asked = [q for q in questions if name == "all" or q["channel"] == name]
+        on = [q for q in asked if not q.get("off_topic")]
+        off = [q for q in asked if q.get("off_topic")]
+
+        def share(key: str, items=on) -> str:
+            hits = sum(1 for q in items if q["verdict"][key])
+            return f"{hits / len(items):6.1%} ({hits}/{len(items)})"
+
+        median = statistics.median(q["verdict"]["chars"] for q in on)
+        rows.append(
+            f"{name:5} {len(on):4} {share('answered'):>16} {share('cited'):>16} "
+            f"{share('first'):>16} {share('refused', off):>14} {median:8.0f}"
+        )
+        if name == "all":
+            for key, label in (("answered", "answered"), ("cited", "cited right")):
+                rate = sum(q["verdict"][key] for q in on) / len(on)
+                if rate < TARGETS[label]:
+                    missed.append(f"{label} {rate:.1%} < {TARGETS[label]:.0%}")
+            refused = sum(q["verdict"]["refused"] for q in off)
+            if refused < len(off):
+                missed.append(f"off-topic refused {refused}/{len(off)}")
+            if median >= TARGETS["median chars"]:
+                missed.append(f"median {median:.0f} chars >= 400")
+    p50 = percentile(latencies, 0.50) * 1000
+    p95 = percentile(latencies, 0.95) * 1000
+    if p95 >= TARGETS["p95 ms"]:
+        missed.append(f"p95 {p95:.0f} ms >= 300")
+    print()
+    print(
+        "chan. on-topic        answered      cited right "
+        "first-sentence   off-topic  median"
+    )
+    print(
+        "       questions                                           "
+        "hit        refused   chars"
+    )
+    for row in rows:
+        print(row)
+    print(
+        f"\nLatency of rag_search over MCP, answer cache emptied before each call: "
+        f"p50 {p50:.0f} ms, p95 {p95:.0f} ms ({len(latencies)} calls)"
+    )
+    return missed
+
+
+def show(questions: list[dict], which: str) -> None:
+    for q in questions:
+        verdict = q["verdict"]
+        good = (
+            verdict["refused"]
+            if q.get("off_topic")
+            else (verdict["answered"] and verdict["cited"] and verdict["first"])
+        )
+        if which == "misses" and good:
+            continue
+        flags = (
+            ("refused" if verdict.get("refused") else "ANSWERED")
+            if q.get("off_topic")
+            else " ".join(
+                f"{key}={'y' if verdict[key] else 'N'}"
+                for key in ("answered", "cited", "first")
+            )
+        )
+        print(f"\n[{q['channel']}] {q['question']}  ({flags})")
+        print("   " + q["answer"].replace("\n", "\n   ")[:900])
+
+
+def calibrate(channels: dict, questions: list[dict]) -> None:
+    """Fit the evidence score's weights and ANSWER_MIN_SCORE on these questions,
+    in-process: for each weighting, how often the best-scoring sentence holds a
+    gold string (on a gold page), and the threshold that refuses every
+    off-topic question while answering the most on-topic ones."""
+    import itertools
+
+    from documents.generation import evidence
+    from documents.generation.service import evidence_chunks
+
+    gathered = []
+    for question in questions:
+        chunks = evidence_chunks(channels[question["channel"]], question["question"])
+        items = evidence.gather(question["question"], chunks)
+        gold = [normalise(g) for g in question.get("gold", [])]
+        labels = [
+            any(g in normalise(item.text) for g in gold)
+            and item.key in question.get("gold_pages", set())
+            for item in items
+        ]
+        gathered.append((question, items, labels))
+
+    def evaluate(weights: tuple, margin: float, most: int) -> tuple:
+        """(answered, first-sentence hits, median chars, threshold) when the
+        threshold sits just above the best off-topic score."""
+        semantic, lexical, title, typed, rank = weights
+        ranked = []
+        for question, items, labels in gathered:
+            scored = sorted(
+                (
+                    (
+                        semantic * i.semantic
+                        + lexical * i.lexical
+                        + title * max(0.0, i.title - i.semantic)
+                        + typed * i.typed
+                        - rank * evidence.rank_distance(i.rank),
+                        i,
+                        label,
+                    )
+                    for i, label in zip(items, labels, strict=True)
+                ),
+                key=lambda entry: -entry[0],
+            )
+            ranked.append((question, scored))
+        threshold = (
+            max(
+                (scored[0][0] for q, scored in ranked if q.get("off_topic") and scored),
+                default=0.0,
+            )
+            + 0.01
+        )
+        answered = first = 0
+        lengths = []
+        for question, scored in ranked:
+            if question.get("off_topic") or not scored or scored[0][0] < threshold:
+                lengths.append(len(REFUSAL))
+                continue
+            chosen = [scored[0]]
+            used = len(scored[0][1].text)
+            for entry in scored[1:]:
+                if len(chosen) == most:
+                    break
+                if entry[0] < scored[0][0] - margin:
+                    break
+                if any(
+                    float(entry[1].vector @ c[1].vector) > evidence.REDUNDANT
+                    for c in chosen
+                ):
+                    continue
+                if used + evidence.LABEL_CHARS + len(entry[1].text) > 500:
+                    continue
+                chosen.append(entry)
+                used += evidence.LABEL_CHARS + len(entry[1].text)
+            answered += any(label for _, _, label in chosen)
+            first += chosen[0][2]
+            lengths.append(used + evidence.LABEL_CHARS)
+        return answered, first, statistics.median(lengths), threshold
+
+    grid = itertools.product(
+        itertools.product(
+            (0.45, 0.55, 0.65, 0.75),
+            (0.1, 0.2, 0.35),
+            (0.25, 0.5, 0.75),
+            (0.1, 0.2, 0.3),
+            (0.0, 0.02, 0.04),
+        ),
+        (0.12, 0.16),
+        (3,),
+    )
+    results = sorted(
+        ((evaluate(w, m, n), w, m, n) for w, m, n in grid),
+        key=lambda r: (r[0][0], r[0][1]),
+        reverse=True,
+    )
+    on = sum(1 for q in questions if not q.get("off_topic"))
+    print(
+        "semantic lexical title  type  rank margin most answered  first  median"
+        "  threshold"
+    )
+    for (answered, first, median, threshold), weights, margin, most in results[:10]:
+        print(
+            f"{'  '.join(f'{w:5.2f}' for w in weights)}  {margin:4.2f}  {most:3}"
+            f"   {answered:3}/{on}  {first:3}/{on}  {median:5.0f}   {threshold:.3f}"
+        )
+    current = (
+        evidence.SEMANTIC_WEIGHT,
+        evidence.LEXICAL_WEIGHT,
+        evidence.TITLE_WEIGHT,
+        evidence.TYPE_WEIGHT,
+        evidence.RANK_PENALTY,
+    )
+    answered, first, median, threshold = evaluate(
+        current, evidence.CLOSE_MARGIN, evidence.MAX_SENTENCES
+    )
+    best = {True: [], False: []}
+    for question, items, _ in gathered:
+        best[bool(question.get("off_topic"))].append(items[0].score if items else 0)
+    print(
+        "best evidence scores in use: off-topic "
+        + " ".join(f"{b:.2f}" for b in sorted(best[True], reverse=True))
+        + "; lowest on-topic "
+        + " ".join(f"{b:.2f}" for b in sorted(best[False])[:10])
+    )
+    print(
+        f"in use: {current}, margin {evidence.CLOSE_MARGIN}: answered {answered}/{on},"
+        f" first-sentence hit {first}/{on}, median {median:.0f} chars, with the "
+        f"threshold at {threshold:.3f} (the best off-topic score + 0.01)"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--show", choices=["none", "misses", "all"], default="none")
+    parser.add_argument("--rebuild", action="store_true", help="re-ingest channels")
+    parser.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="fit the evidence weights and ANSWER_MIN_SCORE (in-process, no server)",
+    )
+    args = parser.parse_args()
+
+    env = stack.boot("answers", EMBEDDING_THREADS="0")
+    channels = build_channels(args.rebuild)
+    key = issue_key(channels)
+    questions = json.loads(QUESTIONS.read_text())["questions"]
+    gold_pages(channels, questions)
+    if args.calibrate:
+        calibrate(channels, questions)
+        return 0
+    port = stack.free_port()
+    server = stack.start_web(env, workers=1, port=port)
+    latencies: list[float] = []
+    try:
+        base = f"http://127.0.0.1:{port}/mcp/"
+        for warm in ("warm-up question", "another warm-up"):
+            for slug, channel in channels.items():
+                ask(base + slug, key, channel, warm)
+        for round_number in range(args.rounds):
+            for question in questions:
+                slug = question["channel"]
+                structured, seconds = ask(
+                    base + slug, key, channels[slug], question["question"]
+                )
+                latencies.append(seconds)
+                if round_number == 0:
+                    question["answer"] = structured["answer"]
+                    question["verdict"] = judge(question, structured)
+    finally:
+        stack.stop(server)
+    on = sum(1 for q in questions if not q.get("off_topic"))
+    print(
+        f"rag_search over MCP: {on} on-topic and {len(questions) - on} off-topic "
+        f"questions on 2 channels, {args.rounds} rounds"
+    )
+    if args.show != "none":
+        show(questions, args.show)
+    missed = report(questions, latencies)
+    print(
+        "Targets (answered >= 90%, cited right >= 90%, every off-topic refused, "
+        "median < 400 chars, p95 < 300 ms): "
+        + ("met" if not missed else "missed: " + "; ".join(missed))
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

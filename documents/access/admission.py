@@ -1,0 +1,295 @@
+"""Who may call: channel, key, scope and limits, in one round trip.
+
+Every MCP call and REST request begins here (`admit`): look up the channel it
+names, check the API key against it and its scopes, count the request against
+the key's limit and check that the client's address isn't throttled after
+failed authentications. Through the ORM that was several queries, and compiling
+them was the largest single cost of a small MCP call (tools/list); here it is
+one statement, built once from the models' metadata. Refusals are recorded in
+the audit trail and count against the client's address.
+"""
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import connection
+from django.utils import timezone
+
+from documents.access import audit
+from documents.access.principals import AccessDenied, Actor, Scope
+from documents.access.windows import (
+    Window,
+    clear_old_windows,
+    count_failure,
+    count_write,
+)
+from documents.models import AddressWindow, ApiKey, Channel, RateLimitWindow
+
+KEY_PREFIX = "qk_"
+
+
+def digest_key(raw_key: str) -> str:
+    return hashlib.sha256(raw_key.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Admission:
+    """An admitted request: the channel (None: no such channel, told only to a
+    valid key, so names can't be probed) and the credential that opened it: an
+    API key, or a sign-in token and its user."""
+
+    channel: Channel | None
+    api_key: ApiKey | None
+    scope: str = Scope.READ  # what it was admitted for
+    user: Any = None
+    token: Any = None
+    grant: Any = None  # the SignInGrant behind a token
+
+    @property
+    def label(self) -> str:
+        """What log lines name the credential by (never the secret itself)."""
+        if self.api_key is not None:
+            return self.api_key.prefix
+        return f"token:{self.token.pk}" if self.token is not None else "-"
+
+    def actor(self, *, via: str, address: str | None = None) -> Actor:
+        client = self.token.application.name if self.token is not None else ""
+        return Actor(
+            via=via,
+            api_key=self.api_key,
+            user=self.user,
+            client=client,
+            address=address,
+        )
+
+
+def _columns(model, alias: str) -> str:
+    fields = model._meta.concrete_fields
+    return ", ".join(f'{alias}."{field.column}"' for field in fields)
+
+
+def _instance(model, values):
+    """A model instance from its columns' values, converted as the ORM would
+    (JSON fields arrive as text)."""
+    fields = model._meta.concrete_fields
+    values = [
+        field.from_db_value(value, None, connection)
+        if hasattr(field, "from_db_value")
+        else value
+        for field, value in zip(fields, values, strict=True)
+    ]
+    return model.from_db(connection.alias, [field.attname for field in fields], values)
+
+
+@cache
+def _statement() -> str:
+    through = ApiKey._meta.get_field("channels")
+    windows = RateLimitWindow._meta.db_table
+    failures = AddressWindow._meta.db_table
+    return f"""
+        WITH throttle AS (
+            SELECT COALESCE((
+                SELECT count FROM {failures}
+                WHERE address = %(address)s AND bucket = %(failures_bucket)s
+                  AND window_start = %(window_start)s
+            ), 0) AS failures
+        ), channel AS (
+            SELECT {_columns(Channel, "c")} FROM {Channel._meta.db_table} c
+            WHERE c.slug = %(slug)s
+        ), api_key AS (
+            SELECT {_columns(ApiKey, "k")}, EXISTS (
+                SELECT 1 FROM {through.m2m_db_table()} kc, channel
+                WHERE kc.{through.m2m_column_name()} = k.id
+                  AND kc.{through.m2m_reverse_name()} = channel.id
+            ) AS opens_channel
+            FROM {ApiKey._meta.db_table} k
+            WHERE k.digest = %(digest)s
+        ), counted AS (
+            INSERT INTO {windows} (subject, bucket, window_start, count)
+            SELECT 'key:' || id, %(bucket)s, %(window_start)s, 1
+            FROM api_key, throttle
+            WHERE %(counting)s AND throttle.failures <= %(failure_limit)s
+              AND (opens_channel OR %(slug)s IS NULL)
+              AND revoked_at IS NULL
+              AND (expires_at IS NULL OR expires_at > %(now)s)
+            ON CONFLICT (subject, bucket, window_start)
+            DO UPDATE SET count = {windows}.count + 1
+            RETURNING count
+        )
+        SELECT throttle.failures, api_key.*, (SELECT count FROM counted), channel.*
+        FROM throttle LEFT JOIN api_key ON TRUE LEFT JOIN channel ON TRUE
+    """
+
+
+def admit(
+    channel_slug: str | None,
+    raw_key: str | None,
+    *,
+    scope: str = Scope.READ,
+    via: str,
+    address: str = "",
+    resource: str | None = None,
+) -> Admission:
+    """The channel and the active key that opens it with `scope`, the request
+    counted against the key's rate limit (and a write against its hourly quota).
+
+    Raises AccessDenied: 401 when the key is missing, unknown, revoked or
+    expired; 403 when it doesn't open the channel or lacks the scope; 429 when
+    the key is over its limit or the address is throttled after too many failed
+    authentications. With channel_slug=None only the key is checked (the REST
+    channel list).
+
+    A credential that isn't an API key is taken for an OAuth access token
+    (documents.access.tokens), accepted only for `resource`, the channel's MCP
+    URL it was issued for.
+    """
+    if raw_key and not raw_key.startswith(KEY_PREFIX):
+        from documents.access.tokens import admit_token
+
+        return admit_token(
+            channel_slug,
+            raw_key,
+            resource=resource,
+            scope=scope,
+            via=via,
+            address=address,
+        )
+    digest = digest_key(raw_key) if raw_key else ""
+    requests = Window.requests()
+    failures = Window.failures()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _statement(),
+            {
+                "address": address,
+                "slug": channel_slug,
+                "digest": digest,
+                "bucket": RateLimitWindow.Bucket.REQUESTS,
+                "failures_bucket": AddressWindow.Bucket.FAILURES,
+                "window_start": requests.start,
+                "counting": requests.counting,
+                "failure_limit": failures.limit if failures.counting else 2**31,
+                "now": requests.now,
+            },
+        )
+        row = cursor.fetchone()
+    failure_count = row[0]
+    if failures.exceeded(failure_count):
+        raise AccessDenied(
+            "Too many failed authentications from this address; retry in "
+            f"{failures.retry_after()} s.",
+            status=429,
+            retry_after=failures.retry_after(),
+        )
+    size = len(ApiKey._meta.concrete_fields)
+    api_key = _instance(ApiKey, row[1 : 1 + size]) if row[1] is not None else None
+    opens_channel, count = row[1 + size], row[2 + size]
+    channel_values = row[3 + size :]
+    channel = _instance(Channel, channel_values) if channel_values[0] else None
+    refusal = _refusal(raw_key, digest, api_key, requests)
+    if refusal is None and channel is not None and not opens_channel:
+        refusal = AccessDenied("This API key does not open this channel.", status=403)
+    if refusal is None and scope not in api_key.scopes:
+        refusal = AccessDenied(
+            f"This API key does not have the '{Scope(scope).value}' scope; ask an "
+            f"administrator for a key with '{Scope(scope).value}' access.",
+            status=403,
+            missing_scope=scope,
+        )
+    if refusal is not None:
+        _record_refusal(refusal, api_key, channel, channel_slug, via, address)
+        raise refusal
+    if count is not None:
+        if count == 1:
+            clear_old_windows(subject=f"key:{api_key.pk}", window=requests)
+        if requests.exceeded(count):
+            raise AccessDenied(
+                f"Rate limit reached; retry in {requests.retry_after()} s.",
+                status=429,
+                retry_after=requests.retry_after(),
+            )
+    if scope == Scope.WRITE and channel is not None:
+        over = count_write(f"key:{api_key.pk}")
+        if over is not None:
+            raise AccessDenied(
+                f"This API key has used its {over.limit} writes for this hour; "
+                f"retry in {over.retry_after()} s.",
+                status=429,
+                retry_after=over.retry_after(),
+            )
+    _note_use(api_key, requests.now)
+    return Admission(channel=channel, api_key=api_key, scope=scope)
+
+
+aadmit = sync_to_async(admit)
+
+
+def authenticate_key(raw_key: str | None, *, via: str, address: str = "") -> ApiKey:
+    """The active key for raw_key (AccessDenied otherwise), counted like any
+    request; for calls that name no channel."""
+    return admit(None, raw_key, via=via, address=address).api_key
+
+
+def _refusal(
+    raw_key: str | None, digest: str, api_key: ApiKey | None, window: Window
+) -> AccessDenied | None:
+    if not raw_key:
+        return AccessDenied(
+            "An API key is required.", status=401, credentials_given=False
+        )
+    # The lookup is by digest (an index hit); compare again in constant time so
+    # the outcome never depends on how much of a guessed key matched.
+    if api_key is None or not hmac.compare_digest(api_key.digest, digest):
+        return AccessDenied("Unknown API key.", status=401)
+    if api_key.revoked_at is not None:
+        return AccessDenied("This API key has been revoked.", status=401)
+    if api_key.expires_at is not None and api_key.expires_at <= window.now:
+        return AccessDenied("This API key has expired.", status=401)
+    return None
+
+
+def _record_refusal(
+    refusal: AccessDenied,
+    api_key: ApiKey | None,
+    channel: Channel | None,
+    channel_slug: str | None,
+    via: str,
+    address: str,
+) -> None:
+    """Audit the refusal; a failed authentication (401) also counts against the
+    address, and the failure that crosses the limit is recorded once more."""
+    actor = Actor(via=via, api_key=api_key, address=address)
+    detail = str(refusal)
+    if channel is None and channel_slug:
+        detail += f" (channel {channel_slug!r})"
+    audit.record(
+        audit.Action.AUTH_REFUSED,
+        actor=actor,
+        channel=channel,
+        outcome=audit.Outcome.REFUSED,
+        detail=detail,
+    )
+    if refusal.status == 401 and address:
+        count = count_failure(address)
+        limit = Window.failures().limit
+        if limit and count == limit + 1:
+            audit.record(
+                audit.Action.AUTH_THROTTLED,
+                actor=actor,
+                outcome=audit.Outcome.REFUSED,
+                detail=f"{count} failed authentications in a minute.",
+            )
+
+
+def _note_use(api_key: ApiKey, now) -> None:
+    # At most once a minute per key, to keep hot paths free of writes.
+    if (
+        api_key.last_used_at is None
+        or (now - api_key.last_used_at).total_seconds() > 60
+    ):
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=timezone.now())
+        api_key.last_used_at = now

@@ -1,0 +1,66 @@
+"""The audit trail: every write and every refused authentication, one row each.
+
+Services call `record` inside the transaction of the write it describes, so a
+write and its record commit together or not at all.
+"""
+
+import datetime
+import time
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from documents.access.principals import Actor
+from documents.models import AuditEvent, Channel
+
+Action = AuditEvent.Action
+Outcome = AuditEvent.Outcome
+PRUNE_EVERY_SECONDS = 3600.0
+_last_prune = 0.0
+
+
+def record(
+    action: str,
+    *,
+    actor: Actor,
+    channel: Channel | None = None,
+    target: models.Model | None = None,
+    outcome: str = Outcome.OK,
+    detail: str = "",
+) -> AuditEvent:
+    """Write one audit row (and, at most hourly per process, drop expired ones)."""
+    event = AuditEvent.objects.create(
+        action=action,
+        outcome=outcome,
+        actor=actor.label[:300],
+        via=actor.via[:16],
+        user=actor.user,
+        api_key=actor.api_key if actor.api_key and actor.api_key.pk else None,
+        client_address=actor.address or None,
+        channel=channel if channel is not None and channel.pk else None,
+        channel_slug=channel.slug if channel is not None else "",
+        object_type=target._meta.verbose_name[:32] if target is not None else "",
+        object_id=str(target.pk) if target is not None and target.pk else "",
+        object_repr=str(target)[:300] if target is not None else "",
+        detail=detail,
+    )
+    _prune_now_and_then()
+    return event
+
+
+def prune_audit(*, now: datetime.datetime | None = None) -> int:
+    """Delete events older than AUDIT_RETENTION_DAYS (0 keeps everything)."""
+    days = settings.AUDIT_RETENTION_DAYS
+    if not days:
+        return 0
+    cutoff = (now or timezone.now()) - datetime.timedelta(days=days)
+    deleted, _ = AuditEvent.objects.filter(at__lt=cutoff).delete()
+    return deleted
+
+
+def _prune_now_and_then() -> None:
+    global _last_prune
+    if time.monotonic() - _last_prune > PRUNE_EVERY_SECONDS:
+        _last_prune = time.monotonic()
+        prune_audit()

@@ -1,0 +1,109 @@
+"""Who is acting, with which scopes, and how a refusal is told."""
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.db import models
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+    from documents.models import ApiKey
+
+
+class Scope(models.TextChoices):
+    """What a key or token may do. Every grant includes READ."""
+
+    READ = "read", "Read: every MCP tool and resource, REST reads, search, answers"
+    WRITE = "write", "Write: upload, delete and re-ingest documents (REST API)"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who performs a write, for the audit trail and the documents' "added by".
+
+    `via` names the door: admin, rest, mcp, playground, command, demo, worker.
+    """
+
+    via: str
+    user: "AbstractBaseUser | None" = None
+    api_key: "ApiKey | None" = None
+    address: str | None = None
+    # The OAuth client acting for `user` (a sign-in token), by its name.
+    client: str = ""
+
+    @property
+    def label(self) -> str:
+        if self.api_key is not None:
+            return f"key {self.api_key.prefix}… ({self.api_key.name})"
+        if self.user is not None and self.client:
+            return f"user {self.user.get_username()} via {self.client}"
+        if self.user is not None:
+            return f"user {self.user.get_username()}"
+        if self.client:
+            return f"client {self.client}"
+        return {"command": "command line", "demo": "demo loader"}.get(
+            self.via, self.via
+        )
+
+    @classmethod
+    def for_request(cls, request, *, via: str, api_key=None) -> "Actor":
+        user = getattr(request, "user", None)
+        if user is not None and not user.is_authenticated:
+            user = None
+        return cls(via=via, user=user, api_key=api_key, address=client_address(request))
+
+
+COMMAND_LINE = Actor(via="command")
+
+
+class AccessDenied(Exception):
+    """A request refused by the access rules, with the HTTP status to answer.
+
+    401: no, unknown, revoked or expired credentials (`error` "invalid_token");
+    403: valid credentials without the channel or the scope (`missing_scope`
+    names it, `error` "insufficient_scope"); 429: throttled or over a quota
+    (`retry_after` seconds).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        missing_scope: str | None = None,
+        retry_after: int | None = None,
+        credentials_given: bool = True,
+    ):
+        super().__init__(message)
+        self.status = status
+        self.missing_scope = missing_scope
+        self.retry_after = retry_after
+        self.credentials_given = credentials_given
+
+    @property
+    def error(self) -> str | None:
+        """The RFC 6750 error code for WWW-Authenticate, when one applies (none
+        when the request carried no credentials at all, RFC 6750 section 3.1)."""
+        if self.status == 401:
+            return "invalid_token" if self.credentials_given else None
+        if self.missing_scope:
+            return "insufficient_scope"
+        return None
+
+
+def client_address(request) -> str:
+    """The client's IP address: the connection's, or with PROXY_TRUSTED_HOPS
+    proxies in front, the address the outermost trusted proxy saw."""
+    address = request.META.get("REMOTE_ADDR") or ""
+    hops = settings.PROXY_TRUSTED_HOPS
+    if hops:
+        forwarded = [
+            part.strip()
+            for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")
+            if part.strip()
+        ]
+        if len(forwarded) >= hops:
+            address = forwarded[-hops]
+    return address[:64]

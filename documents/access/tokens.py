@@ -1,0 +1,161 @@
+"""OAuth access tokens (issued by Quire's own authorization server, signin/) as
+credentials beside API keys: the same scopes, limits and audit trail.
+
+A token is accepted only for the channel it was issued for (its RFC 8707
+resource is that channel's MCP URL), with the scopes it was granted, while its
+sign-in grant stands and its user may still use the channel.
+"""
+
+import hashlib
+
+from django.utils import timezone
+from oauth2_provider.models import get_access_token_model
+
+from documents.access import audit
+from documents.access.principals import AccessDenied, Actor, Scope
+from documents.access.staff import CURATE, READ, channels_for
+from documents.access.windows import (
+    Window,
+    count_failure,
+    count_request,
+    count_write,
+    failures_from,
+)
+from documents.models import Channel, SignInGrant
+
+# A token's scope that lets it write needs a curator (or superuser) behind it.
+ROLE_FOR_SCOPE = {Scope.READ: READ, Scope.WRITE: CURATE}
+
+
+def canonical_resource(url: str) -> str:
+    """A resource URI compared as RFC 8707 asks: scheme and host in lower case,
+    no trailing slash, no query or fragment."""
+    url = url.split("#", 1)[0].split("?", 1)[0].rstrip("/")
+    scheme, sep, rest = url.partition("://")
+    host, slash, path = rest.partition("/")
+    return f"{scheme.lower()}{sep}{host.lower()}{slash}{path}"
+
+
+def _load(raw_token: str):
+    checksum = hashlib.sha256(raw_token.encode("utf-8")).hexdigest()
+    return (
+        get_access_token_model()
+        .objects.select_related("application", "user")
+        .filter(token_checksum=checksum)
+        .first()
+    )
+
+
+def admit_token(
+    channel_slug: str | None,
+    raw_token: str,
+    *,
+    resource: str | None,
+    scope: str,
+    via: str,
+    address: str,
+):
+    """The Admission for an OAuth access token, or AccessDenied: 401
+    (`invalid_token`) for an unknown, expired or revoked token or one issued for
+    another resource; 403 (`insufficient_scope`) for a token without the
+    scope; 429 past the grant's limits or after failed authentications from
+    the address."""
+    from documents.access.admission import Admission
+
+    failures = Window.failures()
+    if failures.exceeded(failures_from(address)):
+        raise AccessDenied(
+            "Too many failed authentications from this address; retry in "
+            f"{failures.retry_after()} s.",
+            status=429,
+            retry_after=failures.retry_after(),
+        )
+    token = _load(raw_token)
+    channel = (
+        Channel.objects.filter(slug=channel_slug).first() if channel_slug else None
+    )
+    grant = None
+    refusal = None
+    if token is None or token.is_expired():
+        refusal = AccessDenied("The access token is unknown or expired.", status=401)
+    elif resource is not None and canonical_resource(resource) not in {
+        canonical_resource(value) for value in token.resource or []
+    }:
+        refusal = AccessDenied(
+            "The access token was issued for another server; sign in for this channel.",
+            status=401,
+        )
+    else:
+        grants = SignInGrant.objects.select_related("channel").filter(
+            user=token.user, application=token.application, revoked_at__isnull=True
+        )
+        if channel_slug:
+            grants = grants.filter(channel__slug=channel_slug)
+        else:  # no channel named (the REST channel list): the token's own
+            grants = grants.filter(resource__in=token.resource or [])
+        grant = grants.first()
+        if grant is None or not token.user.is_active:
+            refusal = AccessDenied(
+                "The sign-in behind this token was revoked.", status=401
+            )
+        elif not token.allow_scopes([scope]):
+            refusal = AccessDenied(
+                f"The access token does not have the '{Scope(scope).value}' scope; "
+                f"sign in again asking for '{Scope(scope).value}'.",
+                status=403,
+                missing_scope=scope,
+            )
+        elif (
+            not channels_for(token.user, ROLE_FOR_SCOPE[Scope(scope)])
+            .filter(pk=grant.channel_id)
+            .exists()
+        ):
+            refusal = AccessDenied(
+                "The account behind this token no longer has access to this channel.",
+                status=403,
+            )
+    actor = Actor(
+        via=via,
+        user=token.user if token is not None else None,
+        client=token.application.name if token is not None else "",
+        address=address,
+    )
+    if refusal is not None:
+        audit.record(
+            audit.Action.AUTH_REFUSED,
+            actor=actor,
+            channel=channel,
+            outcome=audit.Outcome.REFUSED,
+            detail=str(refusal),
+        )
+        if refusal.status == 401 and address:
+            count_failure(address)
+        raise refusal
+    subject = f"grant:{grant.pk}"
+    over = count_request(subject)
+    if over is not None:
+        raise AccessDenied(
+            f"Rate limit reached; retry in {over.retry_after()} s.",
+            status=429,
+            retry_after=over.retry_after(),
+        )
+    if scope == Scope.WRITE:
+        over = count_write(subject)
+        if over is not None:
+            raise AccessDenied(
+                f"This sign-in has used its {over.limit} writes for this hour; "
+                f"retry in {over.retry_after()} s.",
+                status=429,
+                retry_after=over.retry_after(),
+            )
+    now = timezone.now()
+    if grant.last_used_at is None or (now - grant.last_used_at).total_seconds() > 60:
+        SignInGrant.objects.filter(pk=grant.pk).update(last_used_at=now)
+    return Admission(
+        channel=grant.channel if channel_slug else None,
+        api_key=None,
+        scope=scope,
+        user=token.user,
+        token=token,
+        grant=grant,
+    )

@@ -1,0 +1,305 @@
+"""Evidence for an answer: the sentences of the retrieved pages, scored against
+the question.
+
+Each sentence of the pages the retrieved chunks come from (only the part each
+chunk covers) is scored by how close its embedding is to the question's (the
+channel's embedder, the one retrieval uses), by how much of the question's
+weight of words it contains, and by how close the heading or question it stands
+under is to the question: in a FAQ the answer follows the question, and in a
+regulation it follows "(a) Comments Due Date". Headings and questions are never
+evidence themselves.
+"""
+
+import math
+from collections import Counter
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from documents.generation.base import Citation
+from documents.generation.sentences import (
+    Kind,
+    Sentence,
+    page_sentences,
+    split_sentences,
+)
+from documents.generation.vectors import embedded_text, vectors_for
+from documents.generation.words import FIGURES, answer_types, terms, typed
+from documents.ingestion import embeddings
+from documents.regions import PageSource, load_pages
+from documents.results import RetrievedChunk
+
+# Weights of the score, fitted on the questions of benchmarks/answers.py
+# (`--calibrate` prints the fit). The score is what ANSWER_MIN_SCORE compares.
+SEMANTIC_WEIGHT = 0.75
+LEXICAL_WEIGHT = 0.2
+TITLE_WEIGHT = 0.5
+TYPE_WEIGHT = 0.3
+RANK_PENALTY = 0.04
+# Candidates scored by meaning (embedded), out of those that score best
+# without the model.
+EMBED_BUDGET = 24
+# Selection: sentences after the first score within CLOSE_MARGIN of it, and are
+# not near-copies of one already chosen (cosine above REDUNDANT).
+MAX_SENTENCES = 3
+CLOSE_MARGIN = 0.16
+REDUNDANT = 0.9
+LABEL_CHARS = len(" “” [Document 1234, Page 12] ")
+
+
+@dataclass
+class Evidence:
+    """A quotable sentence of a retrieved page and how well it answers."""
+
+    sentence: Sentence  # offsets into the page text
+    chunk: RetrievedChunk
+    page: PageSource | None
+    rank: int  # of the chunk it came with, 0 = best
+    semantic: float
+    lexical: float
+    title: float
+    vector: np.ndarray
+    typed: float = 0.0
+    score: float = 0.0
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.chunk.document_id, self.chunk.page_number)
+
+    @property
+    def text(self) -> str:
+        return self.sentence.text
+
+
+def _title_before(units: list[Sentence], index: int) -> Sentence | None:
+    """The last heading or question before units[index] that has a sentence
+    under it (a page's last line is a footer, not a heading)."""
+    content = False
+    for unit in reversed(units[:index]):
+        if unit.kind in (Kind.HEADING, Kind.QUESTION):
+            if content or index < len(units):
+                return unit
+        elif unit.quotable:
+            content = True
+    return None
+
+
+def _units(chunks: list[RetrievedChunk], pages: dict) -> list[tuple]:
+    """(unit, chunk, page, rank) for the units each chunk covers on its page,
+    each page unit once (overlapping chunks share sentences), in rank order."""
+    found: list[tuple] = []
+    seen: set[tuple[int, int, int]] = set()
+    titled: set[tuple[int, str]] = set()
+    for rank, chunk in enumerate(chunks):
+        page = pages.get((chunk.document_id, chunk.page_number))
+        if page is None:  # the page went away: fall back to the chunk's own text
+            units = split_sentences(chunk.text)
+            found.extend((unit, chunk, None, rank) for unit in units)
+            continue
+        units = page_sentences(page.text)
+        span = page.locate(chunk.text)
+        start, end = span if span else (0, len(page.text))
+        for index, unit in enumerate(units):
+            if unit.end <= start or unit.start >= end:
+                continue
+            key = (chunk.document_id, chunk.page_number, unit.start)
+            if key in seen:
+                continue
+            seen.add(key)
+            # Bring in the heading or question the sentence stands under: on
+            # its page, or the last one of the page before when that came too.
+            title = _title_before(units, index)
+            if title is None:
+                before = pages.get((chunk.document_id, chunk.page_number - 1))
+                if before is not None:
+                    earlier = page_sentences(before.text)
+                    title = _title_before(earlier, len(earlier))
+                    title = replace(title, start=-1, end=-1) if title else None
+            if title is not None and (chunk.chunk_id, title.text) not in titled:
+                titled.add((chunk.chunk_id, title.text))
+                found.append((title, chunk, page, rank))
+            found.append((unit, chunk, page, rank))
+    found.sort(key=lambda item: (item[3], item[1].chunk_id, item[0].start))
+    return found
+
+
+@dataclass
+class _Candidate:
+    unit: Sentence
+    chunk: RetrievedChunk
+    page: PageSource | None
+    rank: int
+    title: Sentence | None
+    lexical: float = 0.0
+    title_lexical: float = 0.0
+    typed: float = 0.0
+    cheap: float = 0.0
+
+
+def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
+    """Quotable units with the scores that need no model: the question's words
+    they hold (weighted by how rare each is among the candidates), those of the
+    heading or question they stand under, and whether they hold the kind of
+    thing asked for (a duration for "how long", a figure for "how many" …)."""
+    candidates: list[_Candidate] = []
+    title: Sentence | None = None
+    previous_chunk = None
+    expected = answer_types(query)
+    figures = any(gives in FIGURES for gives in expected)
+    for unit, chunk, page, rank in units:
+        if chunk.chunk_id != previous_chunk:
+            title, previous_chunk = None, chunk.chunk_id
+        if unit.kind in (Kind.HEADING, Kind.QUESTION):
+            title = unit
+        elif unit.kind == Kind.SENTENCE or (unit.kind == Kind.ROW and figures):
+            # A table row answers only a question asking for a figure or date.
+            candidates.append(_Candidate(unit, chunk, page, rank, title))
+    wanted = terms(query)
+    if not candidates or not wanted:
+        return candidates
+    unit_terms = [terms(c.unit.text) & wanted for c in candidates]
+    spread = Counter(t for found in unit_terms for t in found)
+    weight = {
+        t: math.log(1 + (len(candidates) + 1) / (spread[t] + 0.5)) for t in wanted
+    }
+    total = sum(weight.values())
+    for candidate, found in zip(candidates, unit_terms, strict=True):
+        candidate.lexical = sum(weight[t] for t in found) / total
+        if candidate.title is not None:
+            title_terms = terms(candidate.title.text) & wanted
+            candidate.title_lexical = sum(weight[t] for t in title_terms) / total
+        if expected:
+            candidate.typed = typed(candidate.unit.text, expected, wanted)
+        candidate.cheap = (
+            candidate.lexical
+            + 0.5 * candidate.title_lexical
+            + TYPE_WEIGHT * candidate.typed
+            - RANK_PENALTY * rank_distance(candidate.rank)
+        )
+    return candidates
+
+
+def gather(
+    query: str,
+    chunks: list[RetrievedChunk],
+    *,
+    query_vector: np.ndarray | None = None,
+) -> list[Evidence]:
+    """The quotable sentences of `chunks`' pages, scored, best first.
+
+    Scoring by meaning needs the embedder, the costly part: only the
+    EMBED_BUDGET candidates that score best without it are embedded (with
+    the headings and questions they stand under)."""
+    if not chunks or not terms(query):
+        return []
+    pages = load_pages((chunk.document_id, chunk.page_number) for chunk in chunks)
+    candidates = _candidates(query, _units(chunks, pages))
+    if not candidates:
+        return []
+    candidates.sort(key=lambda c: -c.cheap)
+    candidates = candidates[:EMBED_BUDGET]
+    titles = {
+        id(c.title): (c.title, c.page.id if c.page else None)
+        for c in candidates
+        if c.title
+    }
+    embedder = embeddings.get_embedder()
+    if query_vector is None:
+        query_vector = np.asarray(embedder.embed_query(query), dtype=np.float32)
+    items = [(c.page.id if c.page else None, embedded_text(c.unit)) for c in candidates]
+    items += [(page_id, embedded_text(title)) for title, page_id in titles.values()]
+    vectors = vectors_for(embedder, items)
+    title_similarity = {
+        key: float(np.dot(query_vector, vector))
+        for key, vector in zip(titles, vectors[len(candidates) :], strict=True)
+    }
+    evidence = []
+    for candidate, vector in zip(candidates, vectors, strict=False):
+        item = Evidence(
+            sentence=candidate.unit,
+            chunk=candidate.chunk,
+            page=candidate.page,
+            rank=candidate.rank,
+            semantic=float(np.dot(query_vector, vector)),
+            lexical=candidate.lexical,
+            title=title_similarity.get(id(candidate.title), 0.0),
+            typed=candidate.typed,
+            vector=vector,
+        )
+        item.score = score(item)
+        evidence.append(item)
+    evidence.sort(key=lambda item: -item.score)
+    return evidence
+
+
+def score(item: Evidence) -> float:
+    """How well one sentence answers: mostly meaning, then words, then the
+    heading or question it stands under and whether it holds what is asked
+    for, a little less for lower-ranked chunks."""
+    return (
+        SEMANTIC_WEIGHT * item.semantic
+        + LEXICAL_WEIGHT * item.lexical
+        + TITLE_WEIGHT * max(0.0, item.title - item.semantic)
+        + TYPE_WEIGHT * item.typed
+        - RANK_PENALTY * rank_distance(item.rank)
+    )
+
+
+def rank_distance(rank: int) -> float:
+    """How far down retrieval's list a chunk came (0 for the first), growing
+    ever slower: the sixteenth chunk is not sixteen times worse."""
+    return math.log2(1 + rank)
+
+
+def select(
+    evidence: list[Evidence], *, min_score: float, max_chars: int
+) -> list[Evidence]:
+    """The sentences an answer quotes, best first: the best one when it scores
+    at least `min_score`, then those that score close to it, say something the
+    chosen ones don't, and fit in `max_chars`."""
+    if not evidence or evidence[0].score < min_score:
+        return []
+    best = evidence[0]
+    chosen = [best]
+    used = len(best.text)
+    for item in evidence[1:]:
+        if len(chosen) == MAX_SENTENCES or item.score < best.score - CLOSE_MARGIN:
+            break
+        if any(float(np.dot(item.vector, c.vector)) > REDUNDANT for c in chosen):
+            continue
+        if used + LABEL_CHARS + len(item.text) > max_chars:
+            continue
+        chosen.append(item)
+        used += LABEL_CHARS + len(item.text)
+    return chosen
+
+
+def citation(
+    item: Evidence, quote: str | None = None, *, quoted: str | None = None
+) -> Citation:
+    """The citation of one piece of evidence: its quote (as shown), and the span
+    and line boxes of `quoted`, the part of the sentence it stands for (the
+    whole sentence by default)."""
+    sentence = item.sentence
+    quote = quote if quote is not None else sentence.text
+    quoted = quoted if quoted is not None else sentence.text
+    if item.page is None:
+        return Citation(
+            document_id=item.chunk.document_id,
+            page_number=item.chunk.page_number,
+            chunk_id=item.chunk.chunk_id,
+            quote=quote,
+        )
+    end = sentence.end
+    if quoted != sentence.text:  # cut at the budget: the part quoted
+        span = item.page.locate(quoted.rstrip("…").rstrip(), near=sentence.start)
+        end = span[1] if span else end
+    return Citation(
+        document_id=item.chunk.document_id,
+        page_number=item.chunk.page_number,
+        chunk_id=item.chunk.chunk_id,
+        quote=quote,
+        regions=item.page.regions(sentence.start, end),
+        start=sentence.start,
+        end=end,
+    )

@@ -1,0 +1,214 @@
+"""A passage cut into the units an answer can quote: sentences, with the lines
+that are headings, questions and table rows told apart.
+
+Sentence boundaries come from Bling Fire (Microsoft's finite-state sentence
+breaker): it knows abbreviations and initials ("STEVEN E. MERCER, ESQ.",
+"Judge S. Arthur Spiegel", "Docket No. FAA-2020-0686"), runs in C, and gives
+character offsets. Headings have no place in its model, and in PDF text they sit
+on a line of their own without a full stop, so lines are classified first and
+headings are cut out before sentences are found.
+"""
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+import blingfire
+
+from documents.generation.memo import LRU, text_key
+
+
+class Kind(StrEnum):
+    SENTENCE = "sentence"
+    ROW = "row"  # a line of a table: a label and figures
+    QUESTION = "question"
+    HEADING = "heading"
+    FRAGMENT = "fragment"
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A unit of a passage: its text (whitespace collapsed), where it is in the
+    passage (`start`/`end`, end exclusive) and what it is."""
+
+    text: str
+    start: int
+    end: int
+    kind: Kind
+
+    @property
+    def quotable(self) -> bool:
+        return self.kind in (Kind.SENTENCE, Kind.ROW)
+
+
+_MARKDOWN_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+_DOT_LEADERS = re.compile(r"(?:\.\s?){4,}")
+_ENDS_SENTENCE = re.compile(r"[.!?:;…][\"'”’)\]]*$")
+_ENDS_CLAUSE = re.compile(r"[,–—-]$")
+_FIELD_LABEL = re.compile(r"^[A-Z][A-Z ]+:\s+\S")
+_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+_FIGURE = re.compile(r"\d[\d,.%]*")
+# A line ending in one of these words runs on into the next line.
+_RUN_ON = frozenset(
+    "a an and as at by for from in into of on or that the to with".split()
+)
+HEADING_MAX_WORDS = 10
+MIN_WORDS = 3
+# Bling Fire finds no boundary in a table or a list without full stops; longer
+# "sentences" than this are cut at their line breaks.
+LONG_SENTENCE_CHARS = 400
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    spans = []
+    position = 0
+    for line in text.split("\n"):
+        spans.append((position, position + len(line)))
+        position += len(line) + 1
+    return spans
+
+
+def _starts_upper(line: str) -> bool:
+    stripped = line.lstrip("•·*-–—([\"'“‘ \t")
+    return bool(stripped) and (stripped[0].isupper() or stripped[0].isdigit())
+
+
+def _is_heading(line: str, previous: str | None, following: str | None) -> bool:
+    """A line of its own that titles what follows: a Markdown heading, a table of
+    contents line, or a short line with no closing punctuation between the end
+    of one sentence and the capital starting the next."""
+    stripped = line.strip()
+    if not stripped:
+        return False
+    if _MARKDOWN_HEADING.match(line):
+        return True
+    if _DOT_LEADERS.search(stripped):  # a contents line, unless a row of figures
+        return len(_FIGURE.findall(stripped)) < 2
+    words = stripped.split()
+    if len(words) > HEADING_MAX_WORDS or _ENDS_SENTENCE.search(stripped):
+        return False
+    if _FIELD_LABEL.match(stripped):  # "DATES: The FAA must …" starts a sentence
+        return False
+    if _ENDS_CLAUSE.search(stripped) or words[-1].lower() in _RUN_ON:
+        return False
+    if not _WORD.search(stripped) or not _starts_upper(stripped):
+        return False
+    starts_block = previous is None or not previous.strip()
+    after_sentence = starts_block or bool(_ENDS_SENTENCE.search(previous.strip()))
+    before_capital = following is None or not following.strip()
+    before_capital = before_capital or _starts_upper(following)
+    return after_sentence and before_capital
+
+
+def _row_like(line: str) -> bool:
+    """A line of a table: at least two figures, as many as words."""
+    figures = len(_FIGURE.findall(line))
+    return figures >= 2 and figures >= len(_WORD.findall(line)) / 2
+
+
+def _kind(text: str, *, line: bool = False) -> Kind:
+    """What a unit is; `line` for one line of a block Bling Fire found no
+    sentence boundary in (a table, a list without full stops)."""
+    words = _WORD.findall(text)
+    figures = len(_FIGURE.findall(text))
+    if words and (figures >= max(2, len(words)) or (line and figures)):
+        return Kind.ROW
+    if len(words) < MIN_WORDS:
+        return Kind.FRAGMENT
+    if text.rstrip("\"'”’)] ").endswith("?"):
+        return Kind.QUESTION
+    if line and (text[0].islower() or not _ENDS_SENTENCE.search(text)):
+        return Kind.FRAGMENT  # a piece of a sentence broken over lines
+    return Kind.SENTENCE
+
+
+def split_sentences(text: str) -> list[Sentence]:
+    """The units of `text` in reading order, with offsets into `text`.
+
+    A sentence too short to quote ("No.", "Yes.") is joined to the one after
+    it: alone it answers nothing, together they are the answer."""
+    units: list[Sentence] = []
+    lines = _lines(text)
+    block_start: int | None = None
+    for index, (start, end) in enumerate(lines):
+        line = text[start:end]
+        previous = text[slice(*lines[index - 1])] if index else None
+        following = text[slice(*lines[index + 1])] if index + 1 < len(lines) else None
+        if not line.strip() or _is_heading(line, previous, following):
+            if block_start is not None:
+                units.extend(_block(text, block_start, start))
+                block_start = None
+            if line.strip():
+                units.append(_unit(text, start, end, Kind.HEADING))
+        elif block_start is None:
+            block_start = start
+    if block_start is not None:
+        units.extend(_block(text, block_start, len(text)))
+    return units
+
+
+def _unit(
+    text: str, start: int, end: int, kind: Kind | None = None, *, line: bool = False
+) -> Sentence:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    collapsed = " ".join(text[start:end].split())
+    if not collapsed:
+        return Sentence("", start, end, Kind.FRAGMENT)
+    return Sentence(collapsed, start, end, kind or _kind(collapsed, line=line))
+
+
+def _block(text: str, start: int, end: int) -> list[Sentence]:
+    """The sentences of one block of lines (no headings, no blank lines)."""
+    block = text[start:end]
+    if not block.strip():
+        return []
+    _, offsets = blingfire.text_to_sentences_and_offsets(block)
+    spans: list[tuple[int, int, bool]] = []
+    for first, last in offsets:
+        piece = block[first:last]
+        if "\n" in piece and (
+            last - first > LONG_SENTENCE_CHARS
+            or sum(map(_row_like, piece.split("\n"))) >= 2
+        ):
+            position = first
+            for row in block[first:last].split("\n"):
+                spans.append((position, position + len(row), True))
+                position += len(row) + 1
+        else:
+            spans.append((first, last, False))
+    units = [_unit(text, start + a, start + b, line=line) for a, b, line in spans]
+    units = [unit for unit in units if unit.text]
+    joined: list[Sentence] = []
+    pending: Sentence | None = None
+    for unit in units:
+        if pending is not None:
+            unit = Sentence(
+                f"{pending.text} {unit.text}",
+                pending.start,
+                unit.end,
+                _kind(f"{pending.text} {unit.text}"),
+            )
+            pending = None
+        if unit.kind == Kind.FRAGMENT and unit.text[-1:] in (".", "!"):
+            pending = unit
+            continue
+        joined.append(unit)
+    if pending is not None:
+        joined.append(pending)
+    return joined
+
+
+_pages = LRU(2048)
+
+
+def page_sentences(text: str) -> list[Sentence]:
+    """split_sentences, remembered per text (pages come back query after query)."""
+    key = text_key(text)
+    units = _pages.get(key)
+    if units is None:
+        units = split_sentences(text)
+        _pages.put(key, units)
+    return units

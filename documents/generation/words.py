@@ -1,0 +1,125 @@
+"""The words of a question, and what it asks for.
+
+`terms` are the stemmed content words (the lexical score); `answer_types` are
+the patterns a sentence holding the answer is expected to contain: a duration
+for "how long", a figure for "how many", a date for "when", a person for "who",
+a reason for "why", a definition for "what is …?".
+"""
+
+import functools
+import re
+import threading
+
+import Stemmer
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    few for from further had has have having he her here hers herself him himself his
+    how i if in into is it its itself just me more most my myself no nor not now of off
+    on once only or other our ours ourselves out over own same she should so some such
+    than that the their theirs them themselves then there these they this those through
+    to too under until up very was we were what when where which while who whom why will
+    with would you your yours yourself yourselves give tell show find get""".split()
+)
+_stemmer = Stemmer.Stemmer("english")
+_stemmer_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=20000)
+def terms(text: str) -> frozenset[str]:
+    """The stemmed content words of `text`."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    with _stemmer_lock:  # PyStemmer objects are not thread-safe
+        stems = _stemmer.stemWords([w for w in words if w not in _STOP_WORDS])
+    return frozenset(stems)
+
+
+# What a question asks for, and what a sentence must hold to give it.
+_DURATION = re.compile(
+    r"\d+(?:[.,]\d+)?\s*(?:(?:-|–|—|to)\s*\d+\s*)?"
+    r"(?:seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b",
+    re.I,
+)
+_FIGURE = re.compile(r"\d")
+# A year not followed by "-23-51" (document numbers), a month and day, or d/m/y.
+_DATE = re.compile(
+    r"\b(?:1[5-9]|20)\d\d\b(?![–-]\d)|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct"
+    r"|nov|dec)[a-z]*\.? \d|\b\d{1,2}/\d{1,2}/\d{2,4}\b",
+    re.I,
+)
+_PERSON = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)*\s+[A-Z][a-z]+")
+_REASON = re.compile(
+    r"\bbecause\b|\breasons?\b|\bdue to\b|\bcaused? by\b|\bso that\b"
+    r"|\bin order to\b|\bsince\b|\bresult",
+    re.I,
+)
+_DEFINITION = re.compile(
+    r"\b(?:is|are|was|were)\s+(?:a|an|the)\b|\bcalled\b|\bknown as\b"
+    r"|\brefers? to\b|\bstands? for\b|\bdefined as\b|\bmeans\b|\bi\.e\.",
+    re.I,
+)
+_ASKS = [
+    (re.compile(r"\bhow long\b", re.I), _DURATION),
+    (
+        re.compile(
+            r"\bhow (?:many|much)\b|\bnumber of\b|\btotal\b|\bamount\b"
+            r"|\bcost\b|\bprice\b|\brate\b|\bpercent",
+            re.I,
+        ),
+        _FIGURE,
+    ),
+    (
+        re.compile(
+            r"\bwhen\b|\bwhat (?:year|date|day|time)\b|\bwhich year\b"
+            r"|\bdeadline\b|\bdue\b",
+            re.I,
+        ),
+        _DATE,
+    ),
+    (re.compile(r"\bwho(?:m|se)?\b", re.I), _PERSON),
+    (re.compile(r"\bwhy\b", re.I), _REASON),
+    # "What is LCIS?", "What are the gists …?": a short question for a meaning.
+    (
+        re.compile(r"^\s*what(?:'s| is| are)\s+(?:\S+\s*){1,5}\?*\s*$", re.I),
+        _DEFINITION,
+    ),
+]
+FIGURES = (_DURATION, _FIGURE, _DATE)
+# Two capitalised words are weak evidence of a name.
+_ASK_WEIGHT = {_PERSON: 0.5}
+
+
+# Reference marks like "[11, 14, 39]" are no figures.
+_REFERENCES = re.compile(r"\[[\d,;\s–-]+\]")
+_NUMBER_NEAR = 3  # words between a count and what it counts
+
+
+def typed(text: str, expected: list[re.Pattern], wanted: set[str]) -> float:
+    """How far `text` holds what the question asks for (0 to 1). A figure
+    counts fully next to one of the question's words ("73 airplanes" for "how
+    many airplanes"), half anywhere else."""
+    text = _REFERENCES.sub(" ", text)
+    found = 0.0
+    for gives in expected:
+        if gives is _FIGURE:
+            words = text.split()
+            near = False
+            for index, word in enumerate(words):
+                if _FIGURE.search(word):
+                    window = words[
+                        max(0, index - _NUMBER_NEAR) : index + 1 + _NUMBER_NEAR
+                    ]
+                    if terms(" ".join(window)) & wanted:
+                        near = True
+                        break
+            found += 1.0 if near else (0.5 if _FIGURE.search(text) else 0.0)
+        elif gives.search(text):
+            found += _ASK_WEIGHT.get(gives, 1.0)
+    return found / len(expected)
+
+
+def answer_types(query: str) -> list[re.Pattern]:
+    """Patterns a sentence answering `query` is expected to contain."""
+    return [gives for asks, gives in _ASKS if asks.search(query)]

@@ -1,0 +1,103 @@
+"""documents.generation.evidence: scoring the sentences of retrieved pages, and
+keeping their vectors."""
+
+import pytest
+
+from documents.generation import evidence, vectors, words
+from documents.generation.service import answer_question, evidence_chunks
+from documents.models import Document, SentenceVector
+from documents.search.testing import add_document
+from documents.services.documents import delete_document
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def faq(make_channel, fake_embedder):
+    channel = make_channel("faq")
+    add_document(
+        channel,
+        title="FAQ",
+        pages=[
+            "Questions\n\nHow long does a scan take?\nThe scan is painless. It takes "
+            "about 20 minutes.\n\nWhere is the clinic?\nThe clinic is on Main "
+            "Street."
+        ],
+    )
+    return channel
+
+
+def test_sentences_under_a_matching_question_score_higher(faq):
+    """A sentence standing under the document's own question that matches the
+    query gets that question's closeness; the question itself is never
+    evidence, nor is the heading."""
+    chunks = evidence_chunks(faq, "How long does a scan take?")
+    found = evidence.gather("How long does a scan take?", chunks)
+    texts = [item.text for item in found]
+    assert "How long does a scan take?" not in texts
+    assert "Questions" not in texts
+    duration = next(i for i in found if "20 minutes" in i.text)
+    clinic = next(i for i in found if "Main Street" in i.text)
+    assert duration.title > clinic.title
+    assert duration.score > clinic.score
+
+
+def test_what_is_asked_for_counts(faq):
+    """A "how long" question prefers the sentence holding a duration; a figure
+    counts fully next to what is counted, half elsewhere, and reference marks
+    like "[11, 14]" are no figures."""
+    found = evidence.gather(
+        "How long does a scan take?",
+        evidence_chunks(faq, "How long does a scan take?"),
+    )
+    assert found[0].text == "It takes about 20 minutes."
+    assert found[0].typed == 1.0
+    assert words.answer_types("Who signed it?")
+    assert words.answer_types("What is LCIS?")
+    assert not words.answer_types("Describe the clinic.")
+    many = words.answer_types("How many airplanes?")
+    assert words.typed("It affects 73 airplanes.", many, {"airplan"}) == 1.0
+    assert words.typed("In 2019 it had grown.", many, {"airplan"}) == 0.5
+    assert words.typed("As shown [11, 14], it grew.", many, {"airplan"}) == 0.0
+
+
+def test_selection_puts_the_best_first_and_keeps_to_the_budget(faq):
+    """select: nothing below the threshold, the best first, only close ones
+    after it, never over the budget, no near-copies."""
+    found = evidence.gather("Where is the clinic?", evidence_chunks(faq, "clinic"))
+    assert evidence.select(found, min_score=9.0, max_chars=500) == []
+    chosen = evidence.select(found, min_score=0.0, max_chars=500)
+    assert chosen[0].text == "The clinic is on Main Street."
+    assert all(c.score >= chosen[0].score - evidence.CLOSE_MARGIN for c in chosen)
+    short = evidence.select(found, min_score=0.0, max_chars=40)
+    assert [c.text for c in short] == ["The clinic is on Main Street."]
+
+
+def test_prepared_sentences_are_never_embedded_again(faq, fake_embedder, monkeypatch):
+    """prepare_document keeps a vector for every sentence and heading; answers
+    then read them from the database instead of calling the embedder."""
+    document = Document.objects.get(title="FAQ")
+    made = vectors.prepare_document(document.pk)
+    assert made == SentenceVector.objects.filter(page__document=document).count() > 0
+    assert vectors.prepare_document(document.pk) == 0  # nothing left to do
+    vectors._vectors_of._items.clear()  # a fresh process
+
+    def no_embedding(texts):
+        raise AssertionError(f"embedded again: {texts}")
+
+    monkeypatch.setattr(fake_embedder, "embed_documents", no_embedding)
+    answer = answer_question(faq, "Where is the clinic?")
+    assert "Main Street" in answer.text
+
+
+def test_vectors_kept_by_answers_go_with_their_document(faq):
+    """Answering keeps the vectors it computed; deleting the document deletes
+    them with its pages."""
+    vectors._vectors_of._items.clear()  # a fresh process
+    answer_question(faq, "Where is the clinic?")
+    document = Document.objects.get(title="FAQ")
+    assert SentenceVector.objects.filter(page__document=document).exists()
+    from documents.access import COMMAND_LINE
+
+    delete_document(document=document, actor=COMMAND_LINE)
+    assert not SentenceVector.objects.exists()

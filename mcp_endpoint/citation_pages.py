@@ -1,0 +1,78 @@
+"""The page a citation link opens: the page image with the quoted lines
+highlighted, the quote beside it, and a link to the original at that page.
+
+Served to whoever holds the signed, expiring link (like the links to
+originals); nothing else is reachable from it.
+"""
+
+import mimetypes
+
+from django.core import signing
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseForbidden,
+    HttpResponseGone,
+    HttpResponseRedirect,
+)
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from mcp_endpoint import citations
+
+
+def _cited(token: str) -> citations.CitedPage | HttpResponse:
+    try:
+        target = citations.read_citation_token(token)
+    except signing.SignatureExpired:
+        return HttpResponseGone("This link has expired; ask for a new one.")
+    except signing.BadSignature:
+        return HttpResponseForbidden("This link is not valid.")
+    except citations.GrantEnded:
+        return HttpResponseForbidden(
+            "The key (or account) this link was made for no longer has access."
+        )
+    cited = citations.cited_page(target)
+    if cited is None:
+        return HttpResponseGone("This page is no longer available.")
+    return cited
+
+
+@require_GET
+def citation_page(request: HttpRequest, token: str) -> HttpResponse:
+    """The cited page with its quote highlighted (HTML)."""
+    cited = _cited(token)
+    if isinstance(cited, HttpResponse):
+        return cited
+    document, page = cited.document, cited.page
+    is_pdf = document.content_type.lower().startswith("application/pdf")
+    original = reverse("mcp_citation", args=[token])
+    context = {
+        "cited": cited,
+        "title": str(document),
+        "image_url": reverse("mcp_citation_image", args=[token]) if page.image else "",
+        "original_url": f"{original}#page={page.number}" if is_pdf else original,
+    }
+    response = TemplateResponse(request, "citations/page.html", context)
+    response["X-Robots-Tag"] = "noindex"
+    response["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+@require_GET
+def citation_page_image(request: HttpRequest, token: str) -> HttpResponse:
+    """The image of the cited page."""
+    cited = _cited(token)
+    if isinstance(cited, HttpResponse):
+        return cited
+    image = cited.page.image
+    if not image:
+        raise Http404("This page has no image.")
+    presigned = citations.stored_page_image_url(image)
+    if presigned is not None:
+        return HttpResponseRedirect(presigned)
+    content_type = mimetypes.guess_type(image.name)[0] or "image/png"
+    return FileResponse(image.open("rb"), content_type=content_type)

@@ -1,0 +1,129 @@
+"""Tools: a docstring written for a model, a pydantic `Args` model, `run()`."""
+
+import inspect
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ValidationError
+
+from documents.models import Channel
+from mcp_endpoint.registry.context import CallContext, ToolResult
+
+
+class ToolError(Exception):
+    """A tool ran but failed; the message is shown to the model as an isError result."""
+
+
+def _strip_titles(schema: Any) -> Any:
+    """Pydantic adds a `title` to every property; models read names, not titles."""
+    if isinstance(schema, dict):
+        cleaned = {}
+        for key, value in schema.items():
+            if key == "properties" and isinstance(value, dict):
+                cleaned[key] = {
+                    name: _strip_titles(
+                        {k: v for k, v in sub.items() if k != "title"}
+                        if isinstance(sub, dict)
+                        else sub
+                    )
+                    for name, sub in value.items()
+                }
+            else:
+                cleaned[key] = _strip_titles(value)
+        return cleaned
+    if isinstance(schema, list):
+        return [_strip_titles(item) for item in schema]
+    return schema
+
+
+def _format_validation_error(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        if error["type"] == "extra_forbidden":
+            problems.append(f"unknown argument {where!r}")
+        elif error["type"] == "missing":
+            problems.append(f"{where} is required")
+        else:
+            problems.append(f"{where}: {error['msg']}")
+    return "Invalid arguments: " + "; ".join(problems) + "."
+
+
+class Tool:
+    """A tool: a docstring written for a model, a pydantic `Args` model, `run()`.
+
+    Subclasses adjust the schema per channel in `input_schema()` and check
+    per-channel limits in `run()`; both eras share one definition.
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    Args: ClassVar[type[BaseModel]]
+    read_only: ClassVar[bool] = True
+    destructive: ClassVar[bool] = False
+    idempotent: ClassVar[bool] = True
+    open_world: ClassVar[bool] = False
+    # Client capabilities the tool needs (modern era: -32021 when not declared).
+    required_client_capabilities: ClassVar[dict] = {}
+    # Exceptions of the services a tool calls whose messages are written for a
+    # model: they become isError results like ToolError.
+    error_types: ClassVar[tuple[type[Exception], ...]] = ()
+
+    def enabled_for(self, channel: Channel) -> bool:
+        return self.name in channel.enabled_tools()
+
+    def description(self, channel: Channel) -> str:
+        return inspect.cleandoc(self.__doc__ or self.title)
+
+    def input_schema(self, channel: Channel) -> dict:
+        schema = _strip_titles(self.Args.model_json_schema())
+        schema.pop("title", None)
+        schema.pop("description", None)
+        schema["additionalProperties"] = False
+        return schema
+
+    def output_schema(self, channel: Channel) -> dict | None:
+        return None
+
+    def definition(self, channel: Channel) -> dict:
+        definition = {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description(channel),
+            "inputSchema": self.input_schema(channel),
+            "annotations": {
+                "title": self.title,
+                "readOnlyHint": self.read_only,
+                "destructiveHint": self.destructive,
+                "idempotentHint": self.idempotent,
+                "openWorldHint": self.open_world,
+            },
+        }
+        output_schema = self.output_schema(channel)
+        if output_schema is not None:
+            definition["outputSchema"] = output_schema
+        return definition
+
+    def parse(self, arguments: dict, input_schema: dict) -> BaseModel:
+        """Validated arguments, or ToolError naming what is wrong.
+
+        Arguments the channel's schema (`input_schema`, as tools/list gave it)
+        leaves out (e.g. `newest_first` without a newest sort) are unknown here
+        even though `Args` knows them.
+        """
+        schema = input_schema
+        allowed = set(schema.get("properties", {}))
+        unknown = sorted(set(arguments) - allowed)
+        if unknown:
+            shown = ", ".join(name[:60] for name in unknown[:10])
+            raise ToolError(
+                f"Unknown argument(s): {shown}"
+                + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+                + f". Allowed: {', '.join(sorted(allowed)) or 'none'}."
+            )
+        try:
+            return self.Args.model_validate(arguments)
+        except ValidationError as exc:
+            raise ToolError(_format_validation_error(exc)) from None
+
+    async def run(self, args: BaseModel, ctx: CallContext) -> ToolResult:
+        raise NotImplementedError

@@ -1,0 +1,96 @@
+"""uvicorn's HTTP protocol with deadlines for slow clients and a cap on connections.
+
+uvicorn waits as long as a client likes for request headers and bodies, and
+accepts every connection: a few hundred sockets that send one byte now and then
+hold their slots for ever. This protocol (`uvicorn --http
+project.http_guard:GuardedHttpToolsProtocol`, as `runquire` starts it):
+
+- closes a connection whose request headers take longer than HTTP_HEADER_TIMEOUT;
+- closes one whose body takes longer than HTTP_BODY_TIMEOUT plus a second per
+  HTTP_BODY_MIN_RATE bytes it declared;
+- refuses connections past HTTP_MAX_CONNECTIONS per worker process, or past
+  HTTP_MAX_CONNECTIONS_PER_CLIENT from one address, by closing them at once.
+"""
+
+import asyncio
+from collections import Counter
+
+from django.conf import settings
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """HttpToolsProtocol plus the deadlines and caps described above."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._counted = False
+
+    # Connections
+
+    def _clients(self) -> Counter:
+        clients = getattr(self.server_state, "quire_clients", None)
+        if clients is None:
+            clients = self.server_state.quire_clients = Counter()
+        return clients
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        host = self.client[0] if self.client else ""
+        clients = self._clients()
+        if (
+            len(self.connections) > settings.HTTP_MAX_CONNECTIONS
+            or clients[host] >= settings.HTTP_MAX_CONNECTIONS_PER_CLIENT
+        ):
+            transport.close()
+            return
+        clients[host] += 1
+        self._counted = True
+        self._arm(settings.HTTP_HEADER_TIMEOUT)
+
+    def connection_lost(self, exc) -> None:
+        self._disarm()
+        if self._counted:
+            host = self.client[0] if self.client else ""
+            clients = self._clients()
+            clients[host] -= 1
+            if clients[host] <= 0:
+                del clients[host]
+            self._counted = False
+        super().connection_lost(exc)
+
+    # Deadlines
+
+    def _arm(self, seconds: float) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(seconds, self._too_slow)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._arm(settings.HTTP_HEADER_TIMEOUT)
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        length = 0
+        for name, value in self.headers:
+            if name == b"content-length":
+                try:
+                    length = max(0, int(value))
+                except ValueError:
+                    length = 0
+        self._arm(settings.HTTP_BODY_TIMEOUT + length / settings.HTTP_BODY_MIN_RATE)
+
+    def on_message_complete(self) -> None:
+        self._disarm()
+        super().on_message_complete()
