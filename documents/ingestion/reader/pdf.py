@@ -156,13 +156,14 @@ class _PageReader:
             return "", [], False
         text = _page_text(raw, textpage, count)
         to_device = _DeviceMapper(page, raw)
+        rect = raw.FS_RECTF()
         lines: list[list] = []
         sized_lines: list[tuple[float, int, int]] = []  # page 1: type size per line
         start = 0
         for match in _LINE_END.finditer(text + "\n"):
             end = match.end() if match.group() in HYPHENS else match.start()
             if text[start:end].strip():
-                box = _line_box(raw, textpage, start, end, to_device)
+                box = _line_box(raw, textpage, text, start, end, rect, to_device)
                 if box is not None:
                     lines.append([start, end, *box])
                     # Vertical lines (an arXiv stamp in the margin) are no title.
@@ -339,24 +340,26 @@ def _page_text(raw, textpage, count: int) -> str:
     return "".join(chars)
 
 
-def _line_box(raw, textpage, start: int, end: int, to_device) -> list[float] | None:
-    """The union of PDFium's text rectangles for characters start..end, in
-    fractions of the page as displayed."""
-    left, top, right, bottom = (ctypes.c_double() for _ in range(4))
-    box = [UNIT, UNIT, 0, 0]
-    for index in range(raw.FPDFText_CountRects(textpage, start, end - start)):
-        if not raw.FPDFText_GetRect(textpage, index, left, top, right, bottom):
+def _line_box(
+    raw, textpage, text: str, start: int, end: int, rect, to_device
+) -> list[float] | None:
+    """The union of the loose boxes (the font's ascent to descent) of the
+    line's characters, in fractions of the page as displayed."""
+    left = bottom = float("inf")
+    right = top = float("-inf")
+    for index in range(start, end):
+        if text[index].isspace() or text[index] == "\x00":
             continue
-        x0, y0 = to_device(left.value, top.value)
-        x1, y1 = to_device(right.value, bottom.value)
-        box = [
-            min(box[0], x0, x1),
-            min(box[1], y0, y1),
-            max(box[2], x0, x1),
-            max(box[3], y0, y1),
-        ]
-    if box[2] <= box[0] and box[3] <= box[1]:
+        if raw.FPDFText_GetLooseCharBox(textpage, index, rect):
+            left, right = min(left, rect.left), max(right, rect.right)
+            bottom, top = min(bottom, rect.bottom), max(top, rect.top)
+    if left > right or bottom > top:
         return None
+    # The page's rotation is a multiple of 90 degrees: the corners' bounding
+    # box on the displayed page is the line's box there.
+    x0, y0 = to_device(left, top)
+    x1, y1 = to_device(right, bottom)
+    box = [min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)]
     return [value / UNIT for value in box]
 
 
