@@ -164,7 +164,7 @@ def ingest_group(name: str, items: list[tuple[str, bytes]], bare) -> dict:
     }
 
 
-def run(data: Path, limits: bool) -> None:
+def run(data: Path, limits: bool, only: list[str]) -> None:
     embedder = embeddings.get_embedder()
     embedder.embed_documents(["warm-up: load the model before timing"])
     print(
@@ -174,6 +174,8 @@ def run(data: Path, limits: bool) -> None:
     bare = instrument(embedder)
     results = {}
     for name, items in groups(data).items():
+        if only and not any(name.lower().startswith(o.lower()) for o in only):
+            continue
         if items:
             STAGES.clear()
             results[name] = ingest_group(name, items, bare)
@@ -195,11 +197,13 @@ def run(data: Path, limits: bool) -> None:
             f"{chunks / max(raw, 1e-9):17.1f} {raw / pipeline:6.2f}"
         )
     chunks = sum(r["chunks"] for n, r in results.items() if not n.startswith("OCR"))
-    print(
-        f"{'all text documents':22} {'':5} {'':6} {chunks:6d} {text_pipeline:10.1f} "
-        f"{chunks / text_pipeline:9.1f} {chunks / text_raw:17.1f} "
-        f"{text_raw / text_pipeline:6.2f}"
-    )
+    if chunks:
+        print(
+            f"{'all text documents':22} {'':5} {'':6} {chunks:6d} "
+            f"{text_pipeline:10.1f} "
+            f"{chunks / text_pipeline:9.1f} {chunks / text_raw:17.1f} "
+            f"{text_raw / text_pipeline:6.2f}"
+        )
     pdf = results.get("PDF (text)")
     if pdf:
         print("PDF (text) stages:")
@@ -262,13 +266,17 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--no-limits", action="store_true")
     parser.add_argument("--limits-only", action="store_true")
+    parser.add_argument(
+        "--formats", default="", help='only these formats, e.g. "PDF,HTML"'
+    )
     args = parser.parse_args()
     databases = setup_databases(verbosity=0, interactive=False)
     try:
         if args.limits_only:
             run_limits()
         else:
-            run(args.data, not args.no_limits)
+            only = [f.strip() for f in args.formats.split(",") if f.strip()]
+            run(args.data, not args.no_limits, only)
     finally:
         teardown_databases(databases, verbosity=0)
         MEDIA.cleanup()

@@ -311,7 +311,7 @@ def _ingest(document_id: int) -> Document:
             stream = ChunkStream(
                 chunk_size=settings.CHUNK_SIZE,
                 chunk_overlap=settings.CHUNK_OVERLAP,
-                group=4 * settings.EMBEDDING_BATCH_SIZE,
+                group=settings.EMBEDDING_BATCH_SIZE,
             )
             try:
                 parsed = parse_file(
