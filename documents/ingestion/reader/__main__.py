@@ -2,11 +2,14 @@
 
 import json
 import math
+import os
 import resource
 import signal
 import sys
 
 from documents.ingestion.reader.protocol import Refusal, Request, emit
+
+READER_NICENESS = 5
 
 
 def _limit_memory(megabytes: int) -> None:
@@ -45,6 +48,9 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     request = Request(**json.loads(argv[0]))
     _limit_memory(request.memory_mb)
+    # The embedder in the parent is the limit of ingestion: the reader takes
+    # the cores it leaves idle instead of competing with it.
+    os.nice(READER_NICENESS)
     # The parent kills this process group at the time limit; should the parent
     # die first, the alarm (default action: terminate) ends the child anyway.
     signal.alarm(math.ceil(request.hard_timeout) + 5)
