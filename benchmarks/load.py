@@ -104,7 +104,11 @@ def feed(channel, every: float, stop: threading.Event, queued: list[int]):
     from django.db import connection
 
     from documents.access import COMMAND_LINE
-    from documents.services.documents import create_document
+    from documents.services.documents import (
+        DuplicateDocument,
+        create_document,
+        reingest_document,
+    )
 
     turn = 0
     try:
@@ -112,13 +116,18 @@ def feed(channel, every: float, stop: threading.Event, queued: list[int]):
             name = FEED_PDFS[turn % len(FEED_PDFS)]
             turn += 1
             with (PDFS / name).open("rb") as handle:
-                document = create_document(
-                    actor=COMMAND_LINE,
-                    channel=channel,
-                    file=File(handle),
-                    filename=f"feed-{turn}-{name}",
-                    metadata={"source": "feed"},
-                )
+                try:
+                    document = create_document(
+                        actor=COMMAND_LINE,
+                        channel=channel,
+                        file=File(handle),
+                        filename=f"feed-{turn}-{name}",
+                        metadata={"source": "feed"},
+                    )
+                except DuplicateDocument as duplicate:
+                    # The same file again: ingest the copy already there anew.
+                    document = duplicate.existing
+                    reingest_document(document=document, actor=COMMAND_LINE)
             queued.append(document.pk)
     finally:
         connection.close()

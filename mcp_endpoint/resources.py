@@ -5,7 +5,7 @@ import re
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from documents.ingestion.embeddings import OnnxMiniLMEmbedder
 from documents.models import Channel, Chunk, Document, Page
@@ -80,7 +80,8 @@ def configured_embedding_model() -> str:
 
 
 def index_stats(channel: Channel) -> dict:
-    """Counts of the channel's documents by status, its pages and chunks."""
+    """Counts of the channel's documents by status, its pages (and how many of
+    them were read by OCR) and chunks."""
     by_status = dict.fromkeys(Document.Status.values, 0)
     for row in (
         Document.objects.for_channel(channel).values("status").annotate(n=Count("id"))
@@ -89,7 +90,9 @@ def index_stats(channel: Channel) -> dict:
     chunks = Chunk.objects.for_channel(channel)
     return {
         "documents": {**by_status, "total": sum(by_status.values())},
-        "pages": Page.objects.filter(document__channel=channel).count(),
+        **Page.objects.filter(document__channel=channel).aggregate(
+            pages=Count("id"), ocr_pages=Count("id", filter=Q(ocr=True))
+        ),
         "chunks": chunks.count(),
         "embedding_model": configured_embedding_model(),
         "embedding_models_in_index": sorted(
@@ -104,8 +107,8 @@ def index_stats(channel: Channel) -> dict:
 
 
 class IndexStats(Resource):
-    """Statistics of this collection: documents by status, pages, chunks, and the
-    embedding model in use."""
+    """Statistics of this collection: documents by status, pages (and how many
+    were read by OCR), chunks, and the embedding model in use."""
 
     uri = "index://stats"
     name = "index_stats"

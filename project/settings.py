@@ -3,6 +3,7 @@
 Bad values stop start-up with ImproperlyConfigured (project.env readers).
 """
 
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -217,6 +218,29 @@ PDF_PARSE_TIMEOUT = env_float("PDF_PARSE_TIMEOUT", 300.0, minimum=1.0)
 PDF_PARSE_MEMORY_MB = env_int("PDF_PARSE_MEMORY_MB", 3072, minimum=256)
 TEXT_PAGE_MAX_CHARS = env_int("TEXT_PAGE_MAX_CHARS", 20000, minimum=1000)
 PAGE_IMAGE_WIDTH = env_int("PAGE_IMAGE_WIDTH", 1000, minimum=100)
+# Page images of one document may take this many bytes per byte of the file (or
+# PAGE_IMAGE_MIN_BUDGET_BYTES, whichever is more); pages past the budget are
+# stored smaller, then without an image.
+PAGE_IMAGE_BYTES_PER_INPUT_BYTE = env_float(
+    "PAGE_IMAGE_BYTES_PER_INPUT_BYTE", 8.0, minimum=0.0
+)
+PAGE_IMAGE_MIN_BUDGET_BYTES = env_int(
+    "PAGE_IMAGE_MIN_BUDGET_BYTES", 2 * 1024 * 1024, minimum=0
+)
+# Seconds one page may take to draw; a slower page is kept without an image, and
+# after three such pages the document's other pages are not drawn (after three
+# pages each slower than this to load and read, the others are not read).
+PAGE_RENDER_TIMEOUT = env_float("PAGE_RENDER_TIMEOUT", 5.0, minimum=0.1)
+# OCR (Tesseract) of pages without a usable text layer, and of image files.
+OCR_ENABLED = env_bool("OCR_ENABLED", True)
+OCR_LANGUAGES = env_str("OCR_LANGUAGES", "eng")
+if not re.fullmatch(r"[a-z_]+(\+[a-z_]+)*", OCR_LANGUAGES):
+    raise ImproperlyConfigured(
+        f"OCR_LANGUAGES={OCR_LANGUAGES!r} is not a list of Tesseract language "
+        "codes joined by + (eng+deu)."
+    )
+OCR_MAX_PAGES = env_int("OCR_MAX_PAGES", 500, minimum=0)
+OCR_PAGE_TIMEOUT = env_float("OCR_PAGE_TIMEOUT", 30.0, minimum=1.0)
 CHUNK_SIZE = env_int("CHUNK_SIZE", 1000, minimum=100)
 CHUNK_OVERLAP = env_int("CHUNK_OVERLAP", 150, minimum=0)
 

@@ -275,7 +275,7 @@ class DocumentAdmin(CuratedChannelsAdmin):
         form = UploadDocumentsForm(request.POST, request.FILES, channel=channel)
         if not form.is_valid():
             return self._render_upload(request, channel=channel, form=form)
-        queued, rejected = [], []
+        queued, rejected, duplicates = [], [], []
         for upload in form.cleaned_data["files"]:
             try:
                 document_services.create_document(
@@ -286,19 +286,24 @@ class DocumentAdmin(CuratedChannelsAdmin):
                     content_type=upload.content_type,
                     actor=actor(request),
                 )
+            except document_services.DuplicateDocument as exc:
+                duplicates.append(exc.messages[0])
             except ValidationError as exc:
                 rejected.append(f"{upload.name}: {' '.join(exc.messages)}")
             else:
                 queued.append(upload.name)
-        if not queued:
+        if not queued and not duplicates:
             for problem in rejected:
                 form.add_error("files", problem)
             return self._render_upload(request, channel=channel, form=form)
-        self.message_user(
-            request,
-            f"Queued {len(queued)} document(s) for ingestion into “{channel}”.",
-            messages.SUCCESS,
-        )
+        if queued:
+            self.message_user(
+                request,
+                f"Queued {len(queued)} document(s) for ingestion into “{channel}”.",
+                messages.SUCCESS,
+            )
+        for duplicate in duplicates:
+            self.message_user(request, f"Not added: {duplicate}", messages.WARNING)
         for problem in rejected:
             self.message_user(request, f"Not uploaded: {problem}", messages.ERROR)
         changelist = reverse(self._url_name("changelist"))

@@ -141,7 +141,7 @@ def list_channel_documents(
 
 @router.post(
     "/channels/{slug}/documents",
-    response=responses({202: DocumentOut}),
+    response=responses({200: DocumentOut, 202: DocumentOut}),
     tags=["documents"],
 )
 def upload_document(
@@ -151,8 +151,11 @@ def upload_document(
     metadata: Form[str] = "",
     title: Form[str] = "",
 ):
-    """Upload a PDF, Markdown or text file with its metadata (a JSON object);
-    it is stored and queued for ingestion (status `pending`). Needs the
+    """Upload a file (PDF, Word, PowerPoint, Excel, HTML, EPUB, Markdown, text
+    or a PNG/JPEG/TIFF image) with its metadata (a JSON object); it is stored
+    and queued for ingestion (202, status `pending`). A file already in the
+    channel (same SHA-256) is not stored again: the answer is 200 with the
+    document that holds it (re-ingest that one to read it again). Needs the
     `write` scope."""
     channel = open_channel(request, slug, Scope.WRITE)
     try:
@@ -163,15 +166,18 @@ def upload_document(
         raise ValidationError("metadata must be a JSON object.") from None
     if not isinstance(values, dict):
         raise ValidationError("metadata must be a JSON object.")
-    document = document_services.create_document(
-        channel=channel,
-        file=file,
-        filename=file.name,
-        title=title,
-        metadata=values,
-        content_type=file.content_type,
-        actor=request.actor,
-    )
+    try:
+        document = document_services.create_document(
+            channel=channel,
+            file=file,
+            filename=file.name,
+            title=title,
+            metadata=values,
+            content_type=file.content_type,
+            actor=request.actor,
+        )
+    except document_services.DuplicateDocument as duplicate:
+        return Status(200, _document_out(duplicate.existing))
     return Status(202, _document_out(document))
 
 

@@ -19,11 +19,16 @@ class TextChunk:
 
 
 def chunk_pages(
-    pages: Iterable[ParsedPage], *, chunk_size: int, chunk_overlap: int
+    pages: Iterable[ParsedPage],
+    *,
+    chunk_size: int,
+    chunk_overlap: int,
+    first_order: int = 0,
 ) -> list[TextChunk]:
     """Split each page's text on its own, so that no chunk crosses a page
     boundary; pages without text yield no chunks. Chunks are numbered in reading
-    order: page by page, top to bottom."""
+    order, page by page, top to bottom, from `first_order` (the number of chunks
+    of the document's earlier pages)."""
     splitter = RecursiveCharacterTextSplitter(
         chunk_size=chunk_size,
         chunk_overlap=min(chunk_overlap, chunk_size // 2),
@@ -35,5 +40,5 @@ def chunk_pages(
             continue
         for text in splitter.split_text(page.text):
             if text.strip():
-                chunks.append(TextChunk(page.number, len(chunks), text))
+                chunks.append(TextChunk(page.number, first_order + len(chunks), text))
     return chunks

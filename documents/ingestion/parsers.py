@@ -1,95 +1,195 @@
-"""Which files Quire accepts, and turning one into pages.
+"""Turning a stored file into pages.
 
-Supported: PDF (documents.ingestion.pdf), Markdown and plain text
-(documents.ingestion.text). Content types are compared ignoring case and
-parameters, so `Text/Plain; charset=UTF-8` is plain text.
+Markdown and plain text are read here (documents.ingestion.text); every other
+format by the reader child (documents.ingestion.reader, run by
+documents.ingestion.reading) under time and memory limits. The content decides
+the format when it can: a PDF stored as .html is read as a PDF, a DOCX named
+.pptx as a DOCX, and a file that claims a binary format but holds something
+else is refused saying so.
 """
 
-from pathlib import Path, PurePath
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from django.conf import settings
 from django.utils.http import parse_header_parameters
 
-from documents.ingestion.parsed import ParsedDocument, UnreadableFile
-from documents.ingestion.pdf import parse_pdf
-from documents.ingestion.text import parse_text
-
-PDF = "application/pdf"
-MARKDOWN = "text/markdown"
-PLAIN_TEXT = "text/plain"
-
-_ALIASES = {
-    "application/pdf": PDF,
-    "application/x-pdf": PDF,
-    "text/markdown": MARKDOWN,
-    "text/x-markdown": MARKDOWN,
-    "text/plain": PLAIN_TEXT,
-}
-_EXTENSIONS = {
-    ".pdf": PDF,
-    ".md": MARKDOWN,
-    ".markdown": MARKDOWN,
-    ".txt": PLAIN_TEXT,
-    ".text": PLAIN_TEXT,
-}
-# Types that say nothing about the content; the file name decides instead.
-_UNINFORMATIVE = {"", "application/octet-stream", "binary/octet-stream"}
-
-SUPPORTED_DESCRIPTION = "PDF (.pdf), Markdown (.md) or plain text (.txt)"
-SUPPORTED_EXTENSIONS = tuple(_EXTENSIONS)
-
-# Defaults for limits that settings may override.
-DEFAULT_PDF_TIMEOUT = 300.0
-DEFAULT_PDF_MEMORY_MB = 3072
-DEFAULT_TEXT_PAGE_CHARS = 20_000
+from documents.ingestion import formats
+from documents.ingestion.cleaning import Vocabulary, clean_page
+from documents.ingestion.parsed import ParsedDocument, ParsedPage, UnreadableFile
+from documents.ingestion.reading import PDF_REASONS, ReaderLimits, read_in_child
+from documents.ingestion.text import markdown_title, page_texts_of, parse_text
+from documents.ingestion.titles import choose_title
 
 
-def resolve_content_type(content_type: str | None, filename: str) -> str | None:
-    """The canonical content type to store for an upload, or None if Quire does
-    not support it. A charset parameter is kept (text needs it to decode)."""
-    try:
-        media_type, params = parse_header_parameters(content_type or "")
-    except ValueError:
-        return None
-    extension = PurePath(filename).suffix.lower()
-    canonical = _ALIASES.get(media_type)
-    if media_type in _UNINFORMATIVE:
-        canonical = _EXTENSIONS.get(extension)
-    elif canonical == PLAIN_TEXT and _EXTENSIONS.get(extension) == MARKDOWN:
-        canonical = MARKDOWN  # browsers often send .md files as text/plain
-    if canonical is None:
-        return None
-    charset = params.get("charset", "").strip().lower()
-    if charset and canonical != PDF:
-        return f"{canonical}; charset={charset}"
-    return canonical
+def reader_limits(size: int) -> ReaderLimits:
+    """The reader's limits for a file of `size` bytes, from settings."""
+    budget = max(
+        settings.PAGE_IMAGE_MIN_BUDGET_BYTES,
+        int(size * settings.PAGE_IMAGE_BYTES_PER_INPUT_BYTE),
+    )
+    return ReaderLimits(
+        image_width=settings.PAGE_IMAGE_WIDTH,
+        max_pages=settings.PDF_MAX_PAGES,
+        timeout=settings.PDF_PARSE_TIMEOUT,
+        memory_mb=settings.PDF_PARSE_MEMORY_MB,
+        page_render_timeout=settings.PAGE_RENDER_TIMEOUT,
+        image_budget_bytes=budget,
+        ocr_enabled=settings.OCR_ENABLED,
+        ocr_languages=settings.OCR_LANGUAGES,
+        ocr_max_pages=settings.OCR_MAX_PAGES,
+        ocr_page_timeout=settings.OCR_PAGE_TIMEOUT,
+    )
 
 
-def parse_file(path: Path, content_type: str, *, work_dir: Path) -> ParsedDocument:
-    """Pages of the file at `path`, PDF page images written to `work_dir`.
+def parse_file(
+    path: Path,
+    content_type: str,
+    *,
+    work_dir: Path,
+    limits: ReaderLimits | None = None,
+    on_pages: Callable[[list[ParsedPage]], None] | None = None,
+) -> ParsedDocument:
+    """Pages of the file at `path`, page images written to `work_dir`, read
+    within `limits` (by default from settings, see reader_limits). `on_pages`
+    is handed each page as soon as it is final, while the rest is still read.
 
     Raises UnreadableFile with a reason a person understands.
     """
     media_type, params = parse_header_parameters(content_type)
-    with path.open("rb") as handle:
-        if handle.read(5) == b"%PDF-":
-            media_type = PDF  # a PDF sent as text (or octet-stream) is still a PDF
-    if media_type == PDF:
-        return parse_pdf(
+    media_type = effective_type(path, media_type)
+    max_page_chars = settings.TEXT_PAGE_MAX_CHARS
+    if media_type in formats.TEXT_TYPES:
+        parsed = parse_text(
             path,
-            work_dir=work_dir,
-            image_width=settings.PAGE_IMAGE_WIDTH,
-            max_pages=settings.PDF_MAX_PAGES,
-            timeout=getattr(settings, "PDF_PARSE_TIMEOUT", DEFAULT_PDF_TIMEOUT),
-            memory_mb=getattr(settings, "PDF_PARSE_MEMORY_MB", DEFAULT_PDF_MEMORY_MB),
-        )
-    if media_type in (MARKDOWN, PLAIN_TEXT):
-        return parse_text(
-            path,
-            markdown=media_type == MARKDOWN,
+            markdown=media_type == formats.MARKDOWN,
             charset=params.get("charset"),
-            max_page_chars=getattr(
-                settings, "TEXT_PAGE_MAX_CHARS", DEFAULT_TEXT_PAGE_CHARS
-            ),
+            max_page_chars=max_page_chars,
         )
-    raise UnreadableFile(f"Unsupported file type {content_type!r}.")
+        if on_pages:
+            on_pages(parsed.pages)
+        return parsed
+    if media_type not in formats.CHILD_TYPES:
+        raise UnreadableFile(f"Unsupported file type {content_type!r}.")
+    messages = read_in_child(
+        path,
+        media_type,
+        work_dir=work_dir,
+        limits=limits or reader_limits(path.stat().st_size),
+    )
+    return _document(messages, work_dir, max_page_chars, on_pages)
+
+
+def effective_type(path: Path, media_type: str) -> str:
+    """The format the file's content shows, else the stored one; raises
+    UnreadableFile for empty, encrypted, legacy and mislabelled files."""
+    size = path.stat().st_size
+    if size == 0:
+        raise UnreadableFile("The file is empty (0 bytes).")
+    try:
+        with path.open("rb") as handle:
+            sniffed = formats.sniff(handle)
+            head = handle.read(formats.HEAD_BYTES)
+    except formats.Refused as refused:
+        raise UnreadableFile(refused.reason) from None
+    name = formats.describe(media_type)
+    if sniffed.encrypted:
+        what = formats.the(media_type) if media_type in _OFFICE else "the Office file"
+        raise UnreadableFile(
+            f"{what[0].upper()}{what[1:]} is encrypted (password-protected). "
+            "Remove the password and upload it again."
+        )
+    if sniffed.content_type:
+        return sniffed.content_type
+    if sniffed.zip_without_package:
+        raise UnreadableFile(
+            f"This is not {name}: it is a zip archive without the parts of an "
+            "Office document or e-book."
+        )
+    if media_type == formats.PDF:
+        raise UnreadableFile(PDF_REASONS["not_pdf"])
+    if media_type in (*_OFFICE, formats.EPUB):
+        if head.startswith(b"PK"):
+            the = formats.the(media_type)
+            raise UnreadableFile(
+                f"{the[0].upper()}{the[1:]} is corrupt or truncated: its zip "
+                "structure can't be read (an incomplete upload or download?)."
+            )
+        what = "text" if b"\x00" not in head[:4096] else "something else"
+        raise UnreadableFile(
+            f"This file is named or sent as {name} but holds {what}, not {name}."
+        )
+    if media_type in formats.IMAGE_TYPES:
+        raise UnreadableFile(f"This is not {name} (its content is not one).")
+    if media_type == formats.HTML and b"\x00" in head[:4096]:
+        raise UnreadableFile("This is not an HTML file (it contains binary data).")
+    return media_type
+
+
+_OFFICE = (formats.DOCX, formats.PPTX, formats.XLSX)
+
+
+def _document(
+    messages: Iterable[dict],
+    work_dir: Path,
+    max_page_chars: int,
+    on_pages: Callable[[list[ParsedPage]], None] | None,
+) -> ParsedDocument:
+    """Pages from the reader's messages, cleaned as they arrive: the words of
+    the pages read so far decide whether a line-end hyphen is a real one."""
+    vocabulary = Vocabulary()
+    pages: list[ParsedPage] = []
+    warnings: list[str] = []
+    notes: list[str] = []
+    facts: dict = {}
+    first_heading = ""
+    for message in messages:
+        kind = message.get("kind")
+        if kind == "document":
+            facts = message
+            continue
+        if kind == "end":
+            notes = list(message.get("notes", []))
+            continue
+        warnings.extend(f"Page {message['number']}: {e}" for e in message["notes"])
+        if message["markdown"]:
+            texts = page_texts_of(
+                message["text"],
+                markdown=True,
+                split=message["split"],
+                max_page_chars=max_page_chars,
+            )
+            if message["split"]:  # a sheet's or a slide's heading is no title
+                first_heading = first_heading or markdown_title(message["text"])
+            new = [
+                ParsedPage(number=number, text=text)
+                for number, text in enumerate(texts or [""], start=len(pages) + 1)
+            ]
+        else:
+            vocabulary.add(message["text"])
+            text, lines = clean_page(
+                message["text"], message["lines"], vocabulary=vocabulary
+            )
+            new = [
+                ParsedPage(
+                    number=len(pages) + 1,
+                    text=text,
+                    image_path=work_dir / message["image"]
+                    if message["image"]
+                    else None,
+                    width=message["width"],
+                    height=message["height"],
+                    has_images=message["has_images"],
+                    ocr=message["ocr"],
+                    lines=lines,
+                )
+            ]
+        pages.extend(new)
+        if on_pages:
+            on_pages(new)
+    title = choose_title(
+        facts.get("title", ""),
+        facts.get("title_candidate", "") or first_heading,
+        producer=facts.get("producer", ""),
+    )
+    return ParsedDocument(pages=pages, title=title, warnings=warnings, notes=notes)

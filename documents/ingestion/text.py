@@ -11,12 +11,8 @@ import codecs
 import re
 from pathlib import Path
 
-from documents.ingestion.parsed import (
-    ParsedDocument,
-    ParsedPage,
-    UnreadableFile,
-    clean_text,
-)
+from documents.ingestion.cleaning import clean_text
+from documents.ingestion.parsed import ParsedDocument, ParsedPage, UnreadableFile
 
 _SECTION_HEADING = re.compile(r"^ {0,3}#{1,2}(?:[ \t]+|$)", re.MULTILINE)
 _ANY_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
@@ -86,6 +82,22 @@ def markdown_title(text: str) -> str:
     return heading.group(1).strip()[:500] if heading else ""
 
 
+def page_texts_of(
+    text: str, *, markdown: bool, split: bool, max_page_chars: int
+) -> list[str]:
+    """Cleaned page texts: Markdown split at its level-1 and level-2 headings
+    when `split`, and any page longer than `max_page_chars` continued on the
+    next page (cut at a paragraph break)."""
+    sections = _markdown_sections(text) if split else [text]
+    return [
+        piece
+        for section in sections
+        for piece in _split_long(
+            clean_text(section, keep_layout=markdown), max_page_chars
+        )
+    ]
+
+
 def parse_text(
     path: Path, *, markdown: bool, charset: str | None, max_page_chars: int
 ) -> ParsedDocument:
@@ -100,14 +112,9 @@ def parse_text(
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise UnreadableFile("The file is empty (it holds only whitespace).")
-    sections = _markdown_sections(text) if markdown else [text]
-    page_texts = [
-        piece
-        for section in sections
-        for piece in _split_long(
-            clean_text(section, keep_layout=markdown), max_page_chars
-        )
-    ]
+    page_texts = page_texts_of(
+        text, markdown=markdown, split=markdown, max_page_chars=max_page_chars
+    )
     pages = [
         ParsedPage(number=number, text=page_text)
         for number, page_text in enumerate(page_texts, start=1)

@@ -13,13 +13,13 @@ from pathlib import Path, PureWindowsPath
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files import File
-from django.db import transaction
+from django.db import connection, transaction
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
 from documents.access import Actor, audit
-from documents.ingestion import embeddings
-from documents.ingestion.chunking import TextChunk, chunk_pages
+from documents.ingestion import formats
+from documents.ingestion.chunking import TextChunk
 from documents.ingestion.files import (
     delete_files,
     local_copy,
@@ -28,11 +28,9 @@ from documents.ingestion.files import (
     store_page_images,
 )
 from documents.ingestion.parsed import ParsedDocument, UnreadableFile
-from documents.ingestion.parsers import (
-    SUPPORTED_DESCRIPTION,
-    parse_file,
-    resolve_content_type,
-)
+from documents.ingestion.parsers import parse_file
+from documents.ingestion.pipeline import ChunkStream, EmbeddingFailed
+from documents.ingestion.titles import file_title
 from documents.metadata import clean_metadata
 from documents.models import Channel, Chunk, Document, Page
 from documents.search import indexing
@@ -52,6 +50,20 @@ EMBEDDING_ERROR_REASON = (
     "Computing the embeddings failed (details are in the server log). Try again later."
 )
 MAX_REASON_CHARS = 2000
+
+
+class DuplicateDocument(ValidationError):
+    """The file is already in the channel (same SHA-256); `existing` is the
+    document that holds it. A ValidationError, so every caller that reports
+    refused files reports this one by name too."""
+
+    def __init__(self, *, name: str, existing: Document):
+        self.existing = existing
+        super().__init__(
+            f"{name} is already in this channel as “{existing.title}” "
+            f"(document {existing.pk}); it was not added again.",
+            code="duplicate",
+        )
 
 
 def create_document(
@@ -74,11 +86,16 @@ def create_document(
     and the metadata must fit the channel's fields. Every problem is reported at
     once as a ValidationError a person can read.
 
+    A file whose SHA-256 is already in the channel is not stored again: that
+    raises DuplicateDocument naming the existing document (re-ingest that one
+    to read it again).
+
     The title is `title` if given, else the metadata's "title" value (when the
-    channel has such a field), else the file name until ingestion finds a better
-    one. With `enqueue` (the default) ingest_document_task is queued when the
-    transaction commits; pass False to ingest synchronously with
-    ingest_document(). The upload is recorded in the audit trail as `actor`'s.
+    channel has such a field), else the file name without its extension until
+    ingestion finds a better one. With `enqueue` (the default)
+    ingest_document_task is queued when the transaction commits; pass False to
+    ingest synchronously with ingest_document(). The upload is recorded in the
+    audit trail as `actor`'s.
     """
     if not isinstance(file, File):
         file = File(file)
@@ -89,12 +106,18 @@ def create_document(
         errors.append("The file needs a name.")
     if content_type is None:
         content_type = getattr(file, "content_type", None)
-    canonical_type = resolve_content_type(content_type, name)
-    if canonical_type is None:
-        errors.append(
-            f"{name or 'The file'}: unsupported file type "
-            f"({content_type or 'unknown'}). Upload a {SUPPORTED_DESCRIPTION}."
-        )
+    try:
+        canonical_type = formats.resolve_content_type(content_type, name, file)
+    except formats.Refused as refused:
+        errors.append(f"{name or 'The file'}: {refused.reason}")
+        canonical_type = ""
+    else:
+        if canonical_type is None:
+            errors.append(
+                f"{name or 'The file'}: unsupported file type "
+                f"({content_type or 'unknown'}). Upload a "
+                f"{formats.SUPPORTED_DESCRIPTION}."
+            )
     size = file.size or 0
     if size > settings.UPLOAD_MAX_BYTES:
         errors.append(
@@ -112,7 +135,9 @@ def create_document(
 
     document = Document(
         channel=channel,
-        title=(title.strip() or _metadata_title(fields, cleaned) or name)[:500],
+        title=(title.strip() or _metadata_title(fields, cleaned) or file_title(name))[
+            :500
+        ],
         original_filename=name[:255],
         content_type=canonical_type,
         size=size,
@@ -123,6 +148,15 @@ def create_document(
         created_by_key=actor.api_key,
     )
     with transaction.atomic():
+        # Uploads of one file at the same moment queue here, so one of them wins.
+        _lock_content(channel.pk, document.sha256)
+        existing = (
+            Document.objects.filter(channel=channel, sha256=document.sha256)
+            .order_by("pk")
+            .first()
+        )
+        if existing is not None:
+            raise DuplicateDocument(name=name, existing=existing)
         try:
             document.file.save(name, file, save=False)
         except OSError as exc:
@@ -148,6 +182,16 @@ def create_document(
     return document
 
 
+def _lock_content(channel_id: int, sha256: str) -> None:
+    """A transaction lock on (channel, content); the two-key form keeps it apart
+    from the ingestion leases (services/recovery.py), which use one key."""
+    content_key = int(sha256[:8], 16) - 2**31
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s, %s)", [channel_id, content_key]
+        )
+
+
 def update_document(
     *, document: Document, title: str, metadata: dict | None, actor: Actor
 ) -> Document:
@@ -162,7 +206,9 @@ def update_document(
     fields = list(document.channel.metadata_fields.all())
     cleaned = clean_metadata(fields, metadata)
     title = (
-        title.strip() or _metadata_title(fields, cleaned) or document.original_filename
+        title.strip()
+        or _metadata_title(fields, cleaned)
+        or file_title(document.original_filename)
     )[:500]
     with transaction.atomic():
         Document.objects.filter(pk=document.pk).update(
@@ -261,24 +307,29 @@ def _ingest(document_id: int) -> Document:
     try:
         with tempfile.TemporaryDirectory(prefix="quire-ingest-") as tmp:
             work_dir = Path(tmp)
-            parsed = parse_file(
-                local_copy(document, work_dir),
-                document.content_type,
-                work_dir=work_dir,
-            )
-            chunks = chunk_pages(
-                parsed.pages,
+            # Pages are chunked and embedded while the reader reads the rest.
+            stream = ChunkStream(
                 chunk_size=settings.CHUNK_SIZE,
                 chunk_overlap=settings.CHUNK_OVERLAP,
+                group=settings.EMBEDDING_BATCH_SIZE,
             )
-            vectors, model_name = _embed(chunks)
+            try:
+                parsed = parse_file(
+                    local_copy(document, work_dir),
+                    document.content_type,
+                    work_dir=work_dir,
+                    on_pages=stream.add_pages,
+                )
+                vectors = _embed(stream)
+            finally:
+                stream.close()
             new_images = store_page_images(document, parsed)
         return _replace_content(
             document_id,
             parsed=parsed,
-            chunks=chunks,
+            chunks=stream.chunks,
             vectors=vectors,
-            model_name=model_name,
+            model_name=stream.model_name,
             images=new_images,
         )
     except Document.DoesNotExist:
@@ -287,7 +338,7 @@ def _ingest(document_id: int) -> Document:
     except UnreadableFile as exc:
         delete_files(new_images.values())
         return _mark_failed(document_id, exc.reason)
-    except _EmbeddingFailed:
+    except EmbeddingFailed:
         delete_files(new_images.values())
         return _mark_failed(document_id, EMBEDDING_ERROR_REASON)
     except Exception:
@@ -296,15 +347,15 @@ def _ingest(document_id: int) -> Document:
         return _mark_failed(document_id, INTERNAL_ERROR_REASON)
 
 
-class _EmbeddingFailed(Exception):
-    pass
-
-
 def _metadata_title(fields, metadata: dict) -> str:
     value = metadata.get("title")
     if any(field.name == "title" for field in fields) and isinstance(value, str):
         return value.strip()
     return ""
+
+
+def _automatic_titles(filename: str) -> set[str]:
+    return {"", filename[:500], file_title(filename)[:500]}
 
 
 def _start_processing(document_id: int) -> Document:
@@ -318,16 +369,9 @@ def _start_processing(document_id: int) -> Document:
     return document
 
 
-def _embed(chunks: list[TextChunk]) -> tuple[list, str]:
-    if not chunks:
-        return [], ""
-    try:
-        embedder = embeddings.get_embedder()
-        vectors = embedder.embed_documents([chunk.text for chunk in chunks])
-    except Exception as exc:
-        logger.exception("Embedding %d chunks failed", len(chunks))
-        raise _EmbeddingFailed from exc
-    return vectors, embedder.model_name
+def _embed(stream: ChunkStream) -> list:
+    """The stream's vectors (a step of its own, for benchmarks/ingest.py)."""
+    return stream.finish()
 
 
 def _replace_content(
@@ -359,6 +403,8 @@ def _replace_content(
                 image=images.get(page.number, ""),
                 width=page.width,
                 height=page.height,
+                ocr=page.ocr,
+                lines=page.lines,
             )
             for page in parsed.pages
         )
@@ -379,11 +425,12 @@ def _replace_content(
         indexing.prepare_chunks(channel, new_chunks)
         Chunk.objects.bulk_create(new_chunks, batch_size=500)
 
-        if document.title in ("", document.original_filename):
+        # A title the administrator gave wins; one Quire made up is replaced.
+        if document.title in _automatic_titles(document.original_filename):
             document.title = (
                 _metadata_title(channel.metadata_fields.all(), document.metadata)
                 or parsed.title
-                or document.original_filename
+                or file_title(document.original_filename)
             )[:500]
         document.status = Status.READY
         document.status_reason = parsed.status_note()[:MAX_REASON_CHARS]

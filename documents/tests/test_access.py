@@ -48,7 +48,11 @@ def write_key(channel) -> str:
 def upload(client: Client, channel, name: str = "notes.txt", **data):
     return client.post(
         f"/api/channels/{channel.slug}/documents",
-        {"file": SimpleUploadedFile(name, b"Some notes.", "text/plain"), **data},
+        # Contents differ by name: the same file twice is not stored twice.
+        {
+            "file": SimpleUploadedFile(name, f"Notes: {name}".encode(), "text/plain"),
+            **data,
+        },
     )
 
 

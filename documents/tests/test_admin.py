@@ -596,6 +596,38 @@ def test_upload_reports_files_the_service_refuses(admin_client, make_channel):
     assert "tool.exe" in str(only_bad.context["form"].errors["files"])
 
 
+def test_upload_of_a_file_already_in_the_channel_says_so_by_name(
+    admin_client, make_channel
+):
+    """Uploading a file the channel already holds stores nothing new; the admin
+    names the file and the document that holds it, and queues the others."""
+    channel = make_channel()
+    upload(admin_client, channel, [SimpleUploadedFile("a.txt", b"Once.", "text/plain")])
+    existing = Document.objects.get()
+    response = upload(
+        admin_client,
+        channel,
+        [
+            SimpleUploadedFile("again.txt", b"Once.", "text/plain"),
+            SimpleUploadedFile("new.txt", b"Something else.", "text/plain"),
+        ],
+    )
+    assert response.status_code == 302
+    assert Document.objects.count() == 2
+    texts = messages_of(admin_client.get(response["Location"]))
+    assert any(
+        "again.txt is already in this channel" in text
+        and f"document {existing.pk}" in text
+        for text in texts
+    )
+    assert any("Queued 1 document(s)" in text for text in texts)
+    only_repeat = upload(
+        admin_client, channel, [SimpleUploadedFile("x.txt", b"Once.", "text/plain")]
+    )
+    assert only_repeat.status_code == 302
+    assert Document.objects.count() == 2
+
+
 def test_reingest_action_queues_the_documents_again(
     admin_client, make_channel, django_capture_on_commit_callbacks
 ):

@@ -208,14 +208,34 @@ def test_upload_queues_a_pending_document(
     assert Document.objects.get(pk=body["id"]).channel == handbook
 
 
+def test_upload_of_a_file_already_in_the_channel_answers_with_it(
+    api, handbook, django_capture_on_commit_callbacks
+):
+    """The same file uploaded again is not stored again: 200 (not 202) with the
+    document that already holds it, and nothing is queued."""
+    first = ContentFile(b"# Parking\n\nPark in the yard.")
+    first.name = "parking.md"
+    created = api.post("/api/channels/handbook/documents", {"file": first})
+    assert created.status_code == 202, created.content
+    again = ContentFile(b"# Parking\n\nPark in the yard.")
+    again.name = "parking (1).md"
+    before = Document.objects.count()
+    with django_capture_on_commit_callbacks() as callbacks:
+        repeat = api.post("/api/channels/handbook/documents", {"file": again})
+    assert repeat.status_code == 200, repeat.content
+    assert repeat.json()["id"] == created.json()["id"]
+    assert repeat.json()["filename"] == "parking.md"
+    assert Document.objects.count() == before and not callbacks
+
+
 def test_upload_rejects_bad_type_size_and_metadata(api, handbook, settings):
     """Wrong types, files over UPLOAD_MAX_BYTES and bad metadata are 422 problems
     naming the problem, and nothing is stored."""
     before = Document.objects.count()
-    image = ContentFile(png_bytes())
-    image.name = "photo.png"
+    program = ContentFile(b"MZ\x90\x00")
+    program.name = "tool.exe"
     body = assert_problem(
-        api.post("/api/channels/handbook/documents", {"file": image}), 422
+        api.post("/api/channels/handbook/documents", {"file": program}), 422
     )
     assert "unsupported file type" in body["detail"]
     settings.UPLOAD_MAX_BYTES = 10

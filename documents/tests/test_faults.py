@@ -240,38 +240,41 @@ def test_live_ingestion_is_not_requeued(make_channel, fake_embedder):
 
 
 def test_pdf_reader_survives_an_interrupt_meant_for_its_worker(shared_data, tmp_path):
-    """Ctrl-C on the worker reaches the PDF reader too (same process group); the
-    reader finishes its file instead of dying, so a graceful worker shutdown
-    never marks a healthy PDF as corrupt."""
+    """An interrupt meant for the worker does not stop the reader child: it
+    finishes its file instead of dying, so a graceful worker shutdown never
+    marks a healthy PDF as corrupt."""
     import json
     import subprocess
     import sys
     import time
 
-    from documents.ingestion.pdf import READER_SCRIPT
+    from documents.ingestion.reading import ROOT
 
     book = (
         shared_data
         / "pdfs/misc"
         / ("pypdf-sample__009-pdflatex-geotopo_GeoTopo-komprimiert.pdf")
     )
+    request = {
+        "format": "application/pdf",
+        "path": str(book),
+        "out_dir": str(tmp_path),
+        "image_width": 600,
+        "memory_mb": 0,
+    }
     reader = subprocess.Popen(
-        [
-            sys.executable,
-            str(READER_SCRIPT),
-            str(book),
-            str(tmp_path),
-            "600",
-            "2000",
-            "0",
-        ],
+        [sys.executable, "-m", "documents.ingestion.reader", json.dumps(request)],
+        cwd=ROOT,
         stdout=subprocess.PIPE,
     )
-    time.sleep(0.5)  # reading all 117 pages at 600 px takes about 2 s
+    time.sleep(0.5)  # reading all 117 pages at 600 px takes a few seconds
     reader.send_signal(signal.SIGINT)
     output, _ = reader.communicate(timeout=300)
     assert reader.returncode == 0
-    assert json.loads(output)["page_count"] == 117
+    messages = [json.loads(line) for line in output.splitlines()]
+    assert messages[0]["page_count"] == 117
+    assert [m["number"] for m in messages if m["kind"] == "page"] == list(range(1, 118))
+    assert messages[-1]["kind"] == "end"
 
 
 def test_lower_priority_raises_the_nice_value_or_leaves_it(monkeypatch):

@@ -13,7 +13,11 @@ from documents.access import COMMAND_LINE
 from documents.models import Document
 from documents.services.documents import create_document, ingest_document
 from documents.services.keys import create_api_key
-from documents.tests.fixtures import pdf_from_objects
+from documents.tests.fixtures import (
+    noise_image_pdf,
+    pdf_from_objects,
+    rectangles_pdf,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -162,6 +166,65 @@ def test_pdf_page_count_bombs_fail_with_a_clear_reason(
     assert document.status == Document.Status.FAILED
     assert document.status_reason == reason
     assert document.pages.count() == 0
+
+
+def test_pages_too_slow_to_draw_are_kept_without_images(
+    make_channel, fake_embedder, settings
+):
+    """Pages that draw hundreds of thousands of rectangles stop drawing at the
+    page time limit and are kept without an image; after three of them the
+    other pages are not drawn at all (nor drawn again for OCR), so the worker
+    moves on instead of spending minutes on one file. The document is ready
+    and says why its pages have no images."""
+    settings.PAGE_IMAGE_WIDTH = 160
+    settings.PAGE_RENDER_TIMEOUT = 0.5
+    channel = make_channel()
+    document = create_document(
+        actor=COMMAND_LINE,
+        channel=channel,
+        file=_upload(
+            "rectangles.pdf", rectangles_pdf(300_000, pages=6), "application/pdf"
+        ),
+        enqueue=False,
+    )
+    document = ingest_document(document_id=document.pk)
+    assert document.status == Document.Status.READY, document.status_reason
+    pages = list(document.pages.order_by("number"))
+    assert [page.number for page in pages] == [1, 2, 3, 4, 5, 6]
+    assert not any(page.image for page in pages)
+    assert not any(page.ocr for page in pages)
+    reason = document.status_reason
+    assert "Pages 1, 2, 3: drawing took longer than 0.5 s" in reason
+    assert "PAGE_RENDER_TIMEOUT" in reason
+    assert "Pages 4, 5, 6: not drawn" in reason
+
+
+def test_page_images_stay_proportional_to_the_file(
+    make_channel, fake_embedder, settings
+):
+    """A small PDF whose pages all show one shared noise image (incompressible
+    once rendered) stores page images within its budget (bytes per byte of the
+    file): pages past their share are stored smaller, then without an image,
+    and the document says so. The text and page rows are all kept."""
+    settings.PAGE_IMAGE_WIDTH = 600
+    settings.PAGE_IMAGE_BYTES_PER_INPUT_BYTE = 2.0
+    settings.PAGE_IMAGE_MIN_BUDGET_BYTES = 0
+    data = noise_image_pdf(pages=20, side=300)
+    channel = make_channel()
+    document = create_document(
+        actor=COMMAND_LINE,
+        channel=channel,
+        file=_upload("noise.pdf", data, "application/pdf"),
+        enqueue=False,
+    )
+    document = ingest_document(document_id=document.pk)
+    assert document.status == Document.Status.READY, document.status_reason
+    pages = list(document.pages.order_by("number"))
+    assert len(pages) == 20
+    stored = sum(page.image.size for page in pages if page.image)
+    assert 0 < stored <= 2.0 * len(data)
+    assert any(page.image and page.width < 600 for page in pages)
+    assert "stored at a lower resolution" in document.status_reason
 
 
 def test_deeply_nested_pdf_is_read_safely(make_channel, fake_embedder, settings):

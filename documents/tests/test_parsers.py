@@ -2,9 +2,9 @@ from pathlib import Path
 
 import pytest
 
-from documents.ingestion.parsed import UnreadableFile, clean_text
-from documents.ingestion.parsers import parse_file, resolve_content_type
-from documents.ingestion.pdf import clean_pdf_title, parse_pdf
+from documents.ingestion.parsed import UnreadableFile
+from documents.ingestion.parsers import parse_file
+from documents.ingestion.reading import ReaderLimits
 from documents.ingestion.text import decode_text, markdown_title, parse_text
 from documents.tests.fixtures import make_pdf
 
@@ -19,46 +19,12 @@ def _parse_pdf(path: Path, tmp_path: Path, **limits):
     work_dir = tmp_path / "work"
     work_dir.mkdir(exist_ok=True)
     options = {"image_width": 300, "max_pages": 50, "timeout": 60, "memory_mb": 2048}
-    return parse_pdf(path, work_dir=work_dir, **{**options, **limits})
-
-
-@pytest.mark.parametrize(
-    ("content_type", "filename", "expected"),
-    [
-        ("application/pdf", "a.pdf", "application/pdf"),
-        ("Application/PDF; name=a.pdf", "a.pdf", "application/pdf"),
-        ("application/x-pdf", "a.bin", "application/pdf"),
-        ("text/plain; charset=UTF-8", "notes.txt", "text/plain; charset=utf-8"),
-        ("TEXT/PLAIN", "notes", "text/plain"),
-        ("text/markdown; charset=utf-8", "a.md", "text/markdown; charset=utf-8"),
-        ("text/x-markdown", "a.txt", "text/markdown"),
-        ("text/plain", "README.md", "text/markdown"),
-        ("application/octet-stream", "paper.PDF", "application/pdf"),
-        (None, "guide.markdown", "text/markdown"),
-        ("", "notes.txt", "text/plain"),
-    ],
-)
-def test_supported_content_types_ignore_case_and_parameters(
-    content_type, filename, expected
-):
-    """PDF, Markdown and plain text are recognised whatever the case and
-    parameters; uninformative types fall back to the file's extension."""
-    assert resolve_content_type(content_type, filename) == expected
-
-
-@pytest.mark.parametrize(
-    ("content_type", "filename"),
-    [
-        ("image/png", "scan.png"),
-        ("application/vnd.ms-word", "letter.doc"),
-        ("application/octet-stream", "archive.zip"),
-        (None, "no-extension"),
-        ("text/html", "page.md"),
-    ],
-)
-def test_unsupported_content_types_are_refused(content_type, filename):
-    """Anything but PDF, Markdown and plain text resolves to None."""
-    assert resolve_content_type(content_type, filename) is None
+    return parse_file(
+        path,
+        "application/pdf",
+        work_dir=work_dir,
+        limits=ReaderLimits(**{**options, **limits}),
+    )
 
 
 def test_pdf_text_and_images_per_page(tmp_path):
@@ -125,25 +91,6 @@ def test_pdf_title_comes_from_the_document_information(tmp_path):
     """The PDF's Title entry becomes the parsed title."""
     path = _write(tmp_path, "t.pdf", make_pdf(["x"], title="Annual Report 2024"))
     assert _parse_pdf(path, tmp_path).title == "Annual Report 2024"
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        ("Geometrie und Topologie", "Geometrie und Topologie"),
-        ("COVID&#x02010;19 vaccination", "COVID\u201019 vaccination"),
-        ("imagemagick-images\x00", "imagemagick-images"),
-        ("  Spaced   out \n title ", "Spaced out title"),
-        ("Untitled", ""),
-        ("loremipsum.jpg", ""),
-        ("905_Precinct_NoOU", ""),
-        ("", ""),
-    ],
-)
-def test_pdf_titles_are_cleaned_or_dropped(raw, expected):
-    """Entities are decoded and NULs removed; file names and placeholders are no
-    titles."""
-    assert clean_pdf_title(raw) == expected
 
 
 def test_markdown_splits_into_pages_at_headings(tmp_path):
@@ -214,14 +161,6 @@ def test_parse_file_dispatches_on_content_type(tmp_path):
     parsed = parse_file(path, "text/plain; charset=iso-8859-1", work_dir=tmp_path)
     assert parsed.pages[0].text == "naïve text"
     assert markdown_title("Title\n=====\n\ntext") == "Title"
-
-
-def test_clean_text_joins_broken_words_and_drops_control_characters():
-    """PDFium's end-of-line hyphen marker joins words; NUL and private-use
-    characters disappear; spaces collapse."""
-    assert clean_text("infor\x02\r\nmation  is\x00 here\uf8eb") == "information is here"
-    assert clean_text("a\x02b") == "a-b"
-    assert clean_text("\x19\x12") == ""
 
 
 def test_a_pdf_labelled_as_text_is_read_as_a_pdf(tmp_path):

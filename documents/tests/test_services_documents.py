@@ -7,6 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from documents.access import COMMAND_LINE
 from documents.models import Channel, Chunk, Document, Page
 from documents.services.documents import (
+    DuplicateDocument,
     create_document,
     delete_document,
     ingest_document,
@@ -50,7 +51,7 @@ def test_create_document_stores_a_pending_document(make_channel):
     document.refresh_from_db()
     assert document.status == Document.Status.PENDING
     assert document.metadata == {"year": 2024, "tags": ["a", "b"]}
-    assert document.title == "notes.txt"
+    assert document.title == "notes"
     assert document.size == 5
     assert len(document.sha256) == 64
     assert default_storage.open(document.file.name).read() == b"hello"
@@ -88,8 +89,18 @@ def test_metadata_errors_are_all_reported(make_channel):
 
 
 def test_unsupported_type_is_rejected_with_a_clear_message(make_channel):
-    """A Word file is refused, and the message names what is accepted."""
+    """A file of a type Quire does not take is refused, and the message names
+    what is accepted; a legacy Word file is refused by name."""
     channel = make_channel()
+    with pytest.raises(ValidationError) as excinfo:
+        create_document(
+            actor=COMMAND_LINE,
+            channel=channel,
+            file=_upload("clip.mp4", b"x", "video/mp4"),
+        )
+    (message,) = excinfo.value.messages
+    assert "clip.mp4: unsupported file type (video/mp4)" in message
+    assert "PDF" in message and "Markdown" in message and "Word" in message
     with pytest.raises(ValidationError) as excinfo:
         create_document(
             actor=COMMAND_LINE,
@@ -97,8 +108,7 @@ def test_unsupported_type_is_rejected_with_a_clear_message(make_channel):
             file=_upload("letter.doc", b"x", "application/msword"),
         )
     (message,) = excinfo.value.messages
-    assert "letter.doc: unsupported file type (application/msword)" in message
-    assert "PDF" in message and "Markdown" in message
+    assert message.startswith("letter.doc: This is a Word 97-2003 document (.doc)")
     assert not Document.objects.exists()
 
 
@@ -167,13 +177,14 @@ def test_markdown_pages_chunks_and_title(make_channel, fake_embedder):
 def test_title_precedence(make_channel, fake_embedder):
     """An explicit title wins, then the metadata's title field, then the PDF's own
     title, then the file name."""
-    channel = make_channel(fields=[{"name": "title", "type": "string"}])
+    fields = [{"name": "title", "type": "string"}]
     pdf = make_pdf(["text"], title="Title In The PDF")
+    channels = iter(make_channel(f"c{n}", fields=fields) for n in range(4))
 
     def ingest(**kwargs):
         document = create_document(
             actor=COMMAND_LINE,
-            channel=channel,
+            channel=next(channels),
             file=_upload("report.pdf", pdf, "application/pdf"),
             enqueue=False,
             **kwargs,
@@ -185,11 +196,11 @@ def test_title_precedence(make_channel, fake_embedder):
     assert ingest() == "Title In The PDF"
     untitled = create_document(
         actor=COMMAND_LINE,
-        channel=channel,
+        channel=next(channels),
         file=_upload("plain.pdf", make_pdf(["text"]), "application/pdf"),
         enqueue=False,
     )
-    assert _ingest(untitled).title == "plain.pdf"
+    assert _ingest(untitled).title == "plain"  # the file name without .pdf
 
 
 def test_pdf_ingestion_stores_pages_images_and_counts(make_channel, fake_embedder):
@@ -512,7 +523,7 @@ def test_update_document_without_a_title_takes_the_metadata_title(make_channel):
     update_document(
         actor=COMMAND_LINE, document=document, title="", metadata={"year": 2020}
     )
-    assert document.title == "notes.txt"
+    assert document.title == "notes"
     update_document(
         actor=COMMAND_LINE,
         document=document,
@@ -521,3 +532,87 @@ def test_update_document_without_a_title_takes_the_metadata_title(make_channel):
     )
     document.refresh_from_db()
     assert document.title == "Annual"
+
+
+def test_a_file_already_in_the_channel_is_not_stored_again(make_channel):
+    """The same bytes under another name make no second document: the upload is
+    refused naming the file and the document that holds it; another channel may
+    hold its own copy."""
+    channel = make_channel()
+    first = create_document(
+        actor=COMMAND_LINE,
+        channel=channel,
+        file=_upload("notes.txt", b"Same words.", "text/plain"),
+        enqueue=False,
+    )
+    with pytest.raises(DuplicateDocument) as caught:
+        create_document(
+            actor=COMMAND_LINE,
+            channel=channel,
+            file=_upload("copy of notes.txt", b"Same words.", "text/plain"),
+            enqueue=False,
+        )
+    assert caught.value.existing == first
+    assert caught.value.messages == [
+        f"copy of notes.txt is already in this channel as “notes” (document "
+        f"{first.pk}); it was not added again."
+    ]
+    assert Document.objects.filter(channel=channel).count() == 1
+    elsewhere = create_document(
+        actor=COMMAND_LINE,
+        channel=make_channel("other"),
+        file=_upload("notes.txt", b"Same words.", "text/plain"),
+        enqueue=False,
+    )
+    assert elsewhere.sha256 == first.sha256
+
+
+@pytest.mark.django_db(transaction=True)
+def test_simultaneous_uploads_of_one_file_make_one_document(make_channel):
+    """Two uploads of the same file at the same moment: one is stored, the other
+    is refused as a duplicate (the check and the insert are serialised)."""
+    import threading
+
+    from django.db import connection
+
+    channel = make_channel()
+    barrier = threading.Barrier(4)
+    outcomes: list[str] = []
+
+    def upload(index: int) -> None:
+        try:
+            barrier.wait()
+            create_document(
+                actor=COMMAND_LINE,
+                channel=channel,
+                file=_upload(f"copy-{index}.txt", b"One file.", "text/plain"),
+                enqueue=False,
+            )
+            outcomes.append("stored")
+        except DuplicateDocument:
+            outcomes.append("duplicate")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=upload, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["duplicate", "duplicate", "duplicate", "stored"]
+    assert Document.objects.filter(channel=channel).count() == 1
+
+
+def test_reingesting_a_document_on_purpose_stays_possible(make_channel, fake_embedder):
+    """A duplicate is refused at upload, but the document that holds the file can
+    be read again whenever asked."""
+    channel = make_channel()
+    document = create_document(
+        actor=COMMAND_LINE,
+        channel=channel,
+        file=_upload("a.md", b"# Alpha\n\nFirst words.", "text/markdown"),
+        enqueue=False,
+    )
+    assert ingest_document(document_id=document.pk).status == Document.Status.READY
+    again = ingest_document(document_id=document.pk)
+    assert again.status == Document.Status.READY and again.pk == document.pk

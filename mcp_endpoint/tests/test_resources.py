@@ -43,7 +43,7 @@ def test_malformed_document_ids_are_rejected(mcp_any, ids):
 
 
 def test_index_stats(mcp_any):
-    """Counts by status, pages, chunks and the embedding model."""
+    """Counts by status, pages (and OCR pages), chunks and the embedding model."""
     stats = read_json(mcp_any, "index://stats")
     assert stats["documents"] == {
         "pending": 1,
@@ -53,9 +53,20 @@ def test_index_stats(mcp_any):
         "total": 4,
     }
     assert stats["pages"] == 6
+    assert stats["ocr_pages"] == 0
     assert stats["chunks"] == 6
     assert stats["embedding_models_in_index"] == ["fake-bow-384"]
     assert stats["embedding_model"]
+
+
+def test_index_stats_counts_pages_read_by_ocr(mcp_any):
+    """Pages whose text was read by OCR are counted apart."""
+    from documents.models import Page
+
+    holidays = Document.objects.get(title="Holiday policy")
+    Page.objects.filter(document=holidays, number=1).update(ocr=True)
+    stats = read_json(mcp_any, "index://stats")
+    assert (stats["pages"], stats["ocr_pages"]) == (6, 1)
 
 
 def test_modern_resource_read_is_cacheable(mcp):

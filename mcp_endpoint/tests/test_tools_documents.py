@@ -113,6 +113,27 @@ def test_get_pages_text_and_image(mcp_any):
     assert len(content) == 5  # page 2 has no stored image
 
 
+def test_get_pages_marks_pages_read_by_ocr(mcp_any):
+    """A page whose text came from OCR says so after its label; the label stays
+    the one to cite."""
+    from documents.models import Page
+
+    document = doc_id("Holiday policy")
+    Page.objects.filter(document_id=document, number=2).update(ocr=True)
+    result = mcp_any.call_tool_expecting_success(
+        "get_pages", {"document_id": document, "page_start": 1, "page_end": 2}
+    )
+    labels = [
+        block["text"]
+        for block in result["content"]
+        if "[Document" in block.get("text", "")
+    ]
+    assert labels == [
+        f"[Document {document}, Page 1]",
+        f"[Document {document}, Page 2] (text read by OCR)",
+    ]
+
+
 def test_get_pages_text_only(mcp):
     """type=text returns no images."""
     result = mcp.call_tool_expecting_success(

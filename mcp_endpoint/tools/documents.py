@@ -135,7 +135,8 @@ def _read_pages(
     _check_reply_size(document, pages, kind)
     content: list[dict] = []
     for page in pages:
-        content.append(text_block(citation_label(document.pk, page.number)))
+        label = citation_label(document.pk, page.number)
+        content.append(text_block(f"{label} (text read by OCR)" if page.ocr else label))
         if kind in ("text", "both"):
             if page.has_text and page.text.strip():
                 content.append(text_block(page.text))
@@ -199,8 +200,14 @@ class GetPages(Tool):
     [Document <id>, Page <n>], its text, and its image (PNG) when type is
     "image" or "both".
 
-    Pages are physical pages counted from 1 (list_documents gives number_of_pages).
-    Use the label when citing.
+    Pages are counted from 1 (list_documents gives number_of_pages). A PDF page
+    or a page of a scanned image is a physical page; a slide of a presentation
+    and a sheet of a workbook (as a table) are one page each; Word, HTML,
+    e-book and Markdown documents are split into pages at their level-1 and
+    level-2 headings (a long section continues on the next page). A page whose
+    text was read from its image by OCR is marked "(text read by OCR)" after
+    its label: its text may contain recognition errors, so check the image
+    when a detail matters. Use the label when citing.
     """
 
     name = "get_pages"

@@ -9,17 +9,24 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from documents.access import COMMAND_LINE
-from documents.ingestion.parsers import SUPPORTED_EXTENSIONS
+from documents.ingestion import formats
 from documents.metadata import clean_metadata
 from documents.models import Channel, Document
-from documents.services.documents import create_document, ingest_document
+from documents.services.documents import (
+    DuplicateDocument,
+    create_document,
+    ingest_document,
+)
 
 
 class Command(BaseCommand):
     help = (
         "Add files to a channel and ingest them now (with a progress bar), or with "
         "--queue leave them to the background worker (manage.py db_worker). "
-        "Folders are searched recursively for .pdf, .md and .txt files."
+        "Folders are searched recursively for the supported types (PDF, Word, "
+        "PowerPoint, Excel, HTML, EPUB, Markdown, text, PNG/JPEG/TIFF images; "
+        "files without an extension by their content). A file already in the "
+        "channel is skipped."
     )
 
     def add_arguments(self, parser):
@@ -42,9 +49,10 @@ class Command(BaseCommand):
         values = self._metadata(channel_obj, metadata)
         files = self._files(paths)
         if not files:
-            raise CommandError("No .pdf, .md or .txt files found in the given paths.")
+            raise CommandError("No files of a supported type found in the given paths.")
 
         rejected: list[tuple[Path, str]] = []
+        skipped: list[tuple[Path, Document]] = []
         outcomes: list[tuple[Path, Document]] = []
         # tqdm redraws its line with \r; Django's OutputWrapper would add newlines.
         progress = tqdm(
@@ -61,6 +69,9 @@ class Command(BaseCommand):
                         metadata=values,
                         enqueue=queue,
                     )
+            except DuplicateDocument as duplicate:
+                skipped.append((path, duplicate.existing))
+                continue
             except ValidationError as exc:
                 rejected.append((path, " ".join(exc.messages)))
                 continue
@@ -68,7 +79,7 @@ class Command(BaseCommand):
                 document = ingest_document(document_id=document.pk)
             outcomes.append((path, document))
         progress.close()
-        self._summarise(channel_obj, queue, outcomes, rejected)
+        self._summarise(channel_obj, queue, outcomes, rejected, skipped)
 
     def _metadata(self, channel: Channel, raw: str | None) -> dict:
         if not raw:
@@ -91,8 +102,7 @@ class Command(BaseCommand):
                     sorted(
                         found
                         for found in path.rglob("*")
-                        if found.is_file()
-                        and found.suffix.lower() in SUPPORTED_EXTENSIONS
+                        if found.is_file() and _wanted(found)
                     )
                 )
             elif path.is_file():
@@ -101,23 +111,52 @@ class Command(BaseCommand):
                 raise CommandError(f"{raw}: no such file or folder.")
         return files
 
-    def _summarise(self, channel, queue, outcomes, rejected) -> None:
+    def _summarise(self, channel, queue, outcomes, rejected, skipped) -> None:
         failed = list(rejected)
+        repeats = (
+            f", {len(skipped)} skipped (already in the channel)" if skipped else ""
+        )
         if queue:
             self.stdout.write(
-                f"Queued {len(outcomes)} file(s) for {channel.slug}; the worker "
-                "(manage.py db_worker) will ingest them."
+                f"Queued {len(outcomes)} file(s) for {channel.slug}{repeats}; the "
+                "worker (manage.py db_worker) will ingest them."
             )
         else:
             ready = [d for _, d in outcomes if d.status == Document.Status.READY]
             failed += [(p, d.status_reason) for p, d in outcomes if d not in ready]
             without_text = sum(not d.has_text for d in ready)
             note = f" ({without_text} without extractable text)" if without_text else ""
+            total = len(outcomes) + len(rejected) + len(skipped)
             self.stdout.write(
-                f"Ingested {len(outcomes) + len(rejected)} file(s) into "
-                f"{channel.slug}: {len(ready)} ready{note}, {len(failed)} failed."
+                f"Ingested {total} file(s) into {channel.slug}: {len(ready)} "
+                f"ready{note}, {len(failed)} failed{repeats}."
             )
+        if skipped:
+            self.stdout.write(
+                "Skipped (already in the channel; reingest to read again):"
+            )
+            for path, document in skipped:
+                self.stdout.write(
+                    f"  {path}: “{document.title}” (document {document.pk})"
+                )
         if failed:
             self.stdout.write(self.style.WARNING("Failed:"))
             for path, reason in failed:
                 self.stdout.write(f"  {path}: {reason}")
+
+
+def _wanted(path: Path) -> bool:
+    """A file of a supported type (or a legacy Office one, to say why it is
+    refused); a file without an extension if its content is recognised."""
+    suffix = path.suffix.lower()
+    if suffix:
+        return suffix in formats.SUPPORTED_EXTENSIONS or suffix in (
+            formats.LEGACY_EXTENSIONS
+        )
+    try:
+        with path.open("rb") as handle:
+            return formats.resolve_content_type(None, path.name, handle) is not None
+    except formats.Refused:
+        return True
+    except OSError:
+        return False

@@ -1,0 +1,194 @@
+"""Runs the reader child (documents.ingestion.reader) on one file, under limits.
+
+The child gets a time limit (killed with its whole process group, OCR included,
+when it runs over) and a memory limit, so a file that would hang or crash a C
+library fails only its own ingestion. Failures become UnreadableFile with a
+reason a person understands.
+"""
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from documents.ingestion import formats
+from documents.ingestion.parsed import UnreadableFile
+
+logger = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# How far from the start the %PDF- header may sit, and from the end %%EOF
+# (both tolerate the junk some producers add, as PDF readers do).
+HEADER_WINDOW = 1024
+TRAILER_WINDOW = 2048
+
+PDF_REASONS = {
+    "empty": "The file is empty (0 bytes).",
+    "not_pdf": "This is not a PDF file (it has no PDF header).",
+    "encrypted": "The PDF is encrypted (password-protected). Remove the password "
+    "and upload it again.",
+    "truncated": "The PDF is truncated: the file ends early (an incomplete upload "
+    "or download?).",
+    "corrupt": "The PDF is corrupt and can't be read.",
+    "unreadable": "The file could not be opened.",
+    "no_pages": "The PDF has no pages.",
+}
+
+
+@dataclass(frozen=True)
+class ReaderLimits:
+    """What one reading may cost (from settings, see documents.ingestion.parsers)."""
+
+    image_width: int = 1000
+    max_pages: int = 2000
+    timeout: float = 300.0
+    memory_mb: int = 3072
+    page_render_timeout: float = 5.0
+    image_budget_bytes: int = 16 * 1024 * 1024
+    ocr_enabled: bool = True
+    ocr_languages: str = "eng"
+    ocr_max_pages: int = 100
+    ocr_page_timeout: float = 30.0
+
+    def soft_deadline(self) -> float:
+        """When the child stops optional work (drawing, OCR): early enough to
+        send what it read before the hard limit."""
+        return max(self.timeout - min(30.0, self.timeout * 0.2), self.timeout * 0.5)
+
+
+def read_in_child(
+    path: Path, content_type: str, *, work_dir: Path, limits: ReaderLimits
+) -> Iterator[dict]:
+    """What the reader child says about the file, message by message as it
+    reads (documents.ingestion.reader.protocol). Raises UnreadableFile."""
+    for message in _messages(path, content_type, work_dir, limits):
+        if message.get("kind") == "error":
+            raise UnreadableFile(_reason(message, path, content_type, limits))
+        yield message
+
+
+def _messages(
+    path: Path, content_type: str, work_dir: Path, limits: ReaderLimits
+) -> Iterator[dict]:
+    request = {
+        "format": content_type,
+        "path": str(path),
+        "out_dir": str(work_dir),
+        "image_width": limits.image_width,
+        "max_pages": limits.max_pages,
+        "memory_mb": limits.memory_mb,
+        "soft_deadline": limits.soft_deadline(),
+        "hard_timeout": limits.timeout,
+        **{
+            key: value
+            for key, value in asdict(limits).items()
+            if key.startswith(("ocr_", "page_render", "image_budget"))
+        },
+    }
+    with tempfile.TemporaryFile() as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "documents.ingestion.reader", json.dumps(request)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            # Its own process group, so that a kill takes Tesseract along.
+            start_new_session=True,
+        )
+        timed_out = threading.Event()
+
+        def kill() -> None:
+            timed_out.set()
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        watchdog = threading.Timer(limits.timeout, kill)
+        watchdog.start()
+        ended = False
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue
+                if message.get("kind") in ("end", "error"):
+                    ended = True
+                yield message
+            process.wait()
+        finally:
+            watchdog.cancel()
+            if process.poll() is None:
+                kill()
+                process.wait()
+        if timed_out.is_set() and not ended:
+            raise UnreadableFile(
+                f"Reading the file took longer than {limits.timeout:g} seconds; it "
+                "may be damaged or too complex (setting PDF_PARSE_TIMEOUT)."
+            )
+        if process.returncode != 0 or not ended:
+            stderr.seek(0)
+            output = stderr.read().decode(errors="replace")
+            logger.warning(
+                "The reader exited with %s on %s: %s",
+                process.returncode,
+                path,
+                output[-2000:],
+            )
+            if "MemoryError" in output:
+                raise UnreadableFile(
+                    f"Reading the file needed more than {limits.memory_mb} MB of "
+                    "memory; it may be damaged or too complex (setting "
+                    "PDF_PARSE_MEMORY_MB)."
+                )
+            raise UnreadableFile(
+                "The reader crashed on this file; it is probably corrupt."
+            )
+
+
+def _reason(message: dict, path: Path, content_type: str, limits) -> str:
+    code = message.get("code", "corrupt")
+    if message.get("reason"):
+        return message["reason"]
+    if code == "too_many_pages":
+        what = "The PDF" if content_type == formats.PDF else "The file"
+        return (
+            f"{what} has {message.get('page_count')} pages; the limit is "
+            f"{limits.max_pages} (setting PDF_MAX_PAGES)."
+        )
+    if content_type == formats.PDF:
+        if code == "no_pages":
+            return PDF_REASONS["no_pages"]
+        logger.info("PDFium could not open %s: %s", path, message.get("detail"))
+        return classify_unopenable(path, code)
+    the = formats.the(content_type)
+    return f"{the[0].upper()}{the[1:]} is corrupt and can't be read."
+
+
+def classify_unopenable(path: Path, code: str) -> str:
+    """The reason PDFium could not open `path`, refined by looking at the bytes:
+    PDFium says "format error" for empty, foreign and truncated files alike."""
+    size = path.stat().st_size
+    if size == 0:
+        return PDF_REASONS["empty"]
+    with path.open("rb") as handle:
+        head = handle.read(HEADER_WINDOW)
+        handle.seek(max(0, size - TRAILER_WINDOW))
+        tail = handle.read()
+    if code == "encrypted":
+        return PDF_REASONS["encrypted"]
+    if b"%PDF-" not in head:
+        return PDF_REASONS["not_pdf"]
+    if b"%%EOF" not in tail:
+        return PDF_REASONS["truncated"]
+    return PDF_REASONS.get(code, PDF_REASONS["corrupt"])

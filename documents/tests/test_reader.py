@@ -1,0 +1,105 @@
+"""The reader child: OCR, its settings and limits, unusable text layers."""
+
+from pathlib import Path
+
+import pytest
+
+from documents.ingestion.parsers import parse_file, reader_limits
+
+PDFS = Path(__file__).resolve().parents[3] / "shared" / "data" / "pdfs"
+OCR = Path(__file__).resolve().parents[3] / "shared" / "data" / "office" / "ocr"
+
+
+@pytest.fixture(autouse=True)
+def _small_images(settings):
+    settings.PAGE_IMAGE_WIDTH = 160
+
+
+def _parse(path: Path, tmp_path: Path, content_type: str = "application/pdf"):
+    return parse_file(path, content_type, work_dir=tmp_path)
+
+
+def test_scanned_pages_are_read_by_ocr(shared_data, tmp_path):
+    """A scanned page gets its text from OCR, marked as such, with line boxes
+    in the page's fractions."""
+    parsed = _parse(PDFS / "scanned/ocrmypdf__linn.pdf", tmp_path)
+    (page,) = parsed.pages
+    assert page.ocr and "LinnSequencer" in page.text
+    assert page.lines and all(0 <= v <= 1 for line in page.lines for v in line[2:])
+    assert parsed.title == "The LinnSequencer"
+    assert parsed.status_note() == ""
+
+
+def test_ocr_can_be_turned_off(shared_data, tmp_path, settings):
+    """With OCR_ENABLED off a scan keeps its image and no text, and the note
+    says why."""
+    settings.OCR_ENABLED = False
+    parsed = _parse(PDFS / "scanned/ocrmypdf__linn.pdf", tmp_path)
+    (page,) = parsed.pages
+    assert not page.ocr and not page.has_text and page.image_path
+    note = parsed.status_note()
+    assert "No extractable text" in note and "OCR is turned off" in note
+
+
+def test_ocr_pages_per_document_are_limited(shared_data, tmp_path, settings):
+    """Past OCR_MAX_PAGES, pages are kept without text and the note names the
+    setting."""
+    settings.OCR_MAX_PAGES = 1
+    parsed = _parse(PDFS / "scanned/ocrmypdf__multipage.pdf", tmp_path)
+    assert sum(page.ocr for page in parsed.pages) == 1
+    assert "OCR_MAX_PAGES" in parsed.status_note()
+
+
+def test_an_unusable_text_layer_is_not_stored(shared_data, tmp_path, settings):
+    """Characters from a font without a Unicode map are not stored as text: with
+    OCR off the page is left without text, and the note says why."""
+    settings.OCR_ENABLED = False
+    parsed = _parse(PDFS / "misc/ocrmypdf__type3_font_nomapping.pdf", tmp_path)
+    assert parsed.pages[0].text == ""
+    assert "fonts without a Unicode map" in parsed.status_note()
+
+
+@pytest.mark.parametrize(
+    ("name", "upright"),
+    [
+        ("tesseract-test__phototest-rotated-R.png", False),
+        ("derived__tesseract-test-phototest-skew5deg.png", True),
+        ("tesseract.js__simple-180.jpg", True),
+    ],
+)
+def test_turned_and_skewed_pages_read_upright(shared_data, tmp_path, name, upright):
+    """Pages turned by 90 or 180 degrees, or skewed, read as the upright page;
+    their line boxes stay in the orientation of the stored image (a page turned
+    by 90 degrees has tall, narrow lines)."""
+    content_type = "image/png" if name.endswith(".png") else "image/jpeg"
+    parsed = _parse(OCR / name, tmp_path, content_type)
+    (page,) = parsed.pages
+    truth = (OCR / name).with_name(name.rsplit(".", 1)[0] + ".groundtruth.txt")
+    assert " ".join(page.text.split()) == " ".join(truth.read_text().split())
+    x0, y0, x1, y1 = page.lines[0][2:]
+    assert (x1 - x0 > y1 - y0) == upright
+
+
+def test_reader_limits_follow_the_settings(settings):
+    """The image budget grows with the file (bytes per byte, with a floor)."""
+    settings.PAGE_IMAGE_BYTES_PER_INPUT_BYTE = 8.0
+    settings.PAGE_IMAGE_MIN_BUDGET_BYTES = 1000
+    assert reader_limits(10).image_budget_bytes == 1000
+    assert reader_limits(1_000_000).image_budget_bytes == 8_000_000
+
+
+def test_every_frame_of_a_multi_page_tiff_is_a_page(shared_data, tmp_path):
+    """A multi-page TIFF becomes one page per frame, each with its image and its
+    text read by OCR."""
+    from PIL import Image
+
+    page = Image.open(OCR / "tesseract-test__phototest.tif").convert("L")
+    path = tmp_path / "two-pages.tif"
+    page.save(path, save_all=True, append_images=[page.rotate(180)])
+    work = tmp_path / "work"
+    work.mkdir()
+    parsed = parse_file(path, "image/tiff", work_dir=work)
+    assert [p.number for p in parsed.pages] == [1, 2]
+    for parsed_page in parsed.pages:
+        assert parsed_page.ocr and parsed_page.image_path.exists()
+        assert "quick brown dog" in parsed_page.text

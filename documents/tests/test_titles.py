@@ -1,0 +1,47 @@
+"""Titles a person would give."""
+
+import pytest
+
+from documents.ingestion.titles import choose_title, file_title, looks_like_title
+
+
+@pytest.mark.parametrize(
+    ("raw", "producer", "expected"),
+    [
+        ("Geometrie und Topologie", "", "Geometrie und Topologie"),
+        ("COVID&#x02010;19 vaccination", "", "COVID\u201019 vaccination"),
+        ("  Spaced   out \n title ", "", "Spaced out title"),
+        ("Mozilla", "", "Mozilla"),
+        ("Untitled", "", ""),
+        ("loremipsum.jpg", "", ""),
+        ("905_Precinct_NoOU", "", ""),
+        ("imagemagick-images\x00", "", ""),
+        ("habibi", "WeasyPrint 54.1", ""),
+        ("Unstructured-test-doc", "", ""),
+        ("Adobe Photoshop PDF", "", ""),
+        ("Microsoft Word - report.docx", "", ""),
+        ("C:\\Users\\me\\Desktop\\scan", "", ""),
+        ("arXiv:2206.10883v3 [cs.CL] 22 Jul 2022", "", ""),
+        ("Table of Contents", "", ""),
+        ("GPL Ghostscript 9.25", "GPL Ghostscript 9.25", ""),
+        ("", "", ""),
+    ],
+)
+def test_a_files_own_title_is_used_only_when_it_looks_like_one(raw, producer, expected):
+    """Entities are decoded and NULs removed; producer names, file names, paths,
+    placeholders, slugs and identifier stamps are no titles."""
+    assert choose_title(raw, producer=producer) == expected
+    assert looks_like_title(raw, producer=producer) == bool(expected)
+
+
+def test_the_first_candidate_that_looks_like_a_title_wins():
+    """The metadata title first, then the heading, else nothing (the caller
+    falls back to the file name)."""
+    assert choose_title("Untitled", "Annual Report 2024") == "Annual Report 2024"
+    assert choose_title("Real Title", "A heading") == "Real Title"
+    assert choose_title("", "") == ""
+
+
+def test_the_file_name_without_its_extension():
+    assert file_title("report.final.pdf") == "report.final"
+    assert file_title("notes") == "notes"
