@@ -19,6 +19,7 @@ SCREENSHOTS = ARTIFACTS / "admin"
 WIDTHS = [1280, 1440]
 NEW_CHANNEL = "browser-widgets"
 FAILED_FILE = "maintenance-manual-chapter-32-landing-gear-scan.pdf"
+FAILED_TITLE = "maintenance-manual-chapter-32-landing-gear-scan"  # the file name, no extension
 KEY_NAMES = [
     "Claude Desktop on the operations laptop",
     "Uploader (CI)",
@@ -253,14 +254,14 @@ def test_lists_show_state_reasons_and_sizes(page, site, admin_data):
     badges = page.locator("#result_list td.field-state_badge").all_inner_texts()
     assert {"active", "revoked", "expired"} <= set(badges)
     page.goto("/admin/documents/document/")
-    row = page.locator("#result_list tr", has_text=FAILED_FILE)
+    row = page.locator("#result_list tr", has_text=FAILED_TITLE)
     reason = row.locator("td.field-reason span").get_attribute("title")
     assert reason.startswith("The PDF is truncated")
     assert row.locator("td.field-reason").inner_text().endswith("…")
     assert row.locator("td.field-status_badge").inner_text() == "Failed"
     sizes = page.locator("#result_list td.field-size_display").all_inner_texts()
     assert any(size.endswith(" KB") for size in sizes)
-    row.locator("a", has_text=FAILED_FILE).first.click()
+    row.locator("a", has_text=FAILED_TITLE).first.click()
     assert reason in page.inner_text("#content-main")
     assert "Text found" not in page.inner_text("#content-main")
     nav = page.locator(".quire-nav a").all_inner_texts()
