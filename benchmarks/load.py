@@ -51,9 +51,9 @@ def build_channel(abstracts: int):
 
     from documents.access import COMMAND_LINE
     from documents.models import Channel, Document
-    from documents.search.testing import add_documents
     from documents.services.channels import create_channel
     from documents.services.documents import create_document, ingest_document
+    from documents.tests.corpus import add_documents
 
     channel = Channel.objects.filter(slug=SLUG).first()
     if channel is not None and channel.documents.count() >= abstracts:

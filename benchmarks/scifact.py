@@ -128,7 +128,7 @@ def ingest(channel: Channel, corpus: list[dict], path: str, workers: int = 1) ->
     elif path == "services":
         ingest_through_services(channel.pk, corpus, 0)
     else:
-        from documents.search.testing import add_documents
+        from documents.tests.corpus import add_documents
 
         add_documents(
             channel,

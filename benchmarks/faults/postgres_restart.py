@@ -97,9 +97,9 @@ def main() -> int:
 
     from documents.access import COMMAND_LINE
     from documents.models import Channel
-    from documents.search.testing import add_document
     from documents.services.channels import create_channel
     from documents.services.keys import create_api_key
+    from documents.tests.corpus import add_document
 
     Channel.objects.filter(slug="outage").delete()
     channel = create_channel(slug="outage", name="Outage")

@@ -13,9 +13,9 @@ from django_tasks_db.models import DBTaskResult
 from documents.access import COMMAND_LINE, Actor
 from documents.access.audit import prune_audit
 from documents.models import AuditEvent, Document, RateLimitWindow
-from documents.search.testing import add_document
 from documents.services.keys import create_api_key, revoke_api_key
 from documents.services.queue import INGEST_TASK_PATH
+from documents.tests.corpus import add_document
 
 PROBLEM = "application/problem+json"
 

@@ -15,8 +15,8 @@ from PIL import Image
 
 from documents.access import COMMAND_LINE
 from documents.models import AuditEvent, Channel, Document, Feedback, Page
-from documents.search.testing import add_document
 from documents.services.keys import create_api_key
+from documents.tests.corpus import add_document
 from documents.tests.test_admin import channel_form_data
 
 

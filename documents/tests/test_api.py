@@ -11,8 +11,8 @@ from PIL import Image
 
 from documents.access import COMMAND_LINE
 from documents.models import Document, Feedback, Page
-from documents.search.testing import add_document
 from documents.services.keys import create_api_key, revoke_api_key
+from documents.tests.corpus import add_document
 
 PROBLEM = "application/problem+json"
 

@@ -16,8 +16,8 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from documents.access import COMMAND_LINE
-from documents.search.testing import add_document
 from documents.services.keys import create_api_key
+from documents.tests.corpus import add_document
 
 CHECKS = [
     schemathesis.checks.not_a_server_error,

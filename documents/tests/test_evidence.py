@@ -6,8 +6,8 @@ import pytest
 from documents.generation import evidence, vectors, words
 from documents.generation.service import answer_question, evidence_chunks
 from documents.models import Document, SentenceVector
-from documents.search.testing import add_document
 from documents.services.documents import delete_document
+from documents.tests.corpus import add_document
 
 pytestmark = pytest.mark.django_db
 

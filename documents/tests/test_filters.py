@@ -2,7 +2,7 @@ import pytest
 
 from documents.filters import FilterError, compile_filter, filter_schema
 from documents.models import Document
-from documents.search.testing import add_document
+from documents.tests.corpus import add_document
 
 FIELDS = [
     {"name": "kind", "type": "string", "filterable": True},

@@ -15,9 +15,9 @@ from documents.generation.extractive import ExtractiveGenerator
 from documents.models import Channel, Document
 from documents.results import RetrievedChunk
 from documents.search.service import retrieve_chunks
-from documents.search.testing import add_document
 from documents.services.channels import bump_corpus_version
 from documents.services.documents import create_document, ingest_document
+from documents.tests.corpus import add_document
 from documents.tests.shared_pdfs import add_pdf_pages
 
 INJECTION = (

@@ -309,7 +309,7 @@ def test_original_with_html_is_never_served_as_html(admin_client, make_channel):
 def rest(make_channel, fake_embedder):
     from django.test import Client
 
-    from documents.search.testing import add_document
+    from documents.tests.corpus import add_document
 
     channel = make_channel(
         "demo", fields=[{"name": "kind", "type": "string", "filterable": True}]

@@ -3,7 +3,7 @@ import pytest
 from documents.filters import FilterError
 from documents.listing import document_output_schema, list_documents
 from documents.models import Document
-from documents.search.testing import add_document
+from documents.tests.corpus import add_document
 
 FIELDS = [
     {"name": "kind", "type": "string", "filterable": True},

@@ -122,7 +122,7 @@ def test_regions_of_a_known_sentence_match_pdfium_boxes(make_channel, shared_dat
 def test_passages_get_the_boxes_of_their_lines(make_channel, fake_embedder):
     """add_passage_regions gives each retrieved chunk the boxes of the lines it
     covers; a page without line positions gives none."""
-    from documents.search.testing import add_document
+    from documents.tests.corpus import add_document
 
     channel = make_channel("passages")
     document = add_document(

@@ -8,7 +8,7 @@ from documents.results import RetrievedChunk
 from documents.search import legs
 from documents.search.fusion import reciprocal_rank_fusion
 from documents.search.service import retrieve_chunks
-from documents.search.testing import add_document
+from documents.tests.corpus import add_document
 
 FIELDS = [
     {"name": "team", "type": "string", "filterable": True},

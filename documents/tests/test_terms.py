@@ -5,7 +5,7 @@ from documents.access import COMMAND_LINE
 from documents.models import Chunk, KeywordStatistics, TermStatistic
 from documents.search import indexing, terms
 from documents.search.indexing import forget_chunks
-from documents.search.testing import add_document
+from documents.tests.corpus import add_document
 
 
 def frequencies(channel) -> dict[str, int]:

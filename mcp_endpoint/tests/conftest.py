@@ -13,8 +13,8 @@ from PIL import Image
 
 from documents.access import COMMAND_LINE
 from documents.models import Document, Page
-from documents.search.testing import add_document
 from documents.services.keys import create_api_key
+from documents.tests.corpus import add_document
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"

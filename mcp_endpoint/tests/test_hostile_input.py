@@ -13,8 +13,8 @@ from documents.access import COMMAND_LINE
 from documents.access import admission as keys
 from documents.generation.chat import SYSTEM_PROMPT
 from documents.models import Channel, Document
-from documents.search.testing import add_document
 from documents.services.keys import create_api_key
+from documents.tests.corpus import add_document
 from mcp_endpoint.tests.conftest import McpClient
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from documents.models import Channel
-from documents.search.testing import add_document
+from documents.tests.corpus import add_document
 from mcp_endpoint.tests.conftest import doc_id
 from project.asgi import application
 

@@ -5,8 +5,8 @@ costs only the access checks."""
 import pytest
 
 from documents.models import Document
-from documents.search.testing import add_document
 from documents.services.channels import bump_corpus_version
+from documents.tests.corpus import add_document
 from mcp_endpoint.tests.conftest import doc_id
 
 pytestmark = pytest.mark.django_db

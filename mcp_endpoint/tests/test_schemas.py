@@ -2,7 +2,7 @@
 
 import pytest
 
-from documents.search.testing import add_document
+from documents.tests.corpus import add_document
 from mcp_endpoint.tests.conftest import McpClient
 
 pytestmark = pytest.mark.django_db

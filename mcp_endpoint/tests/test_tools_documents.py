@@ -264,7 +264,7 @@ def test_list_documents_query_count_does_not_grow(
     mcp, handbook, fake_embedder, django_assert_max_num_queries
 ):
     """Listing a page of documents costs the same queries for 3 or 13 documents."""
-    from documents.search.testing import add_document
+    from documents.tests.corpus import add_document
 
     with django_assert_max_num_queries(12):
         mcp.call_tool_expecting_success("list_documents", {"limit": 50})

@@ -13,10 +13,10 @@ from django.test import Client
 
 from documents.access import COMMAND_LINE
 from documents.models import Page
-from documents.search.testing import add_document
 from documents.services.channels import bump_corpus_version
 from documents.services.documents import create_document
 from documents.services.keys import create_api_key, revoke_api_key
+from documents.tests.corpus import add_document
 from mcp_endpoint.tests.conftest import McpClient, doc_id
 
 pytestmark = pytest.mark.django_db

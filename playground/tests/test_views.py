@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from documents.search.testing import add_document
+from documents.tests.corpus import add_document
 from mcp_endpoint.tests.conftest import McpClient, doc_id
 
 

@@ -15,8 +15,8 @@ from django.test import Client
 
 from documents.access import COMMAND_LINE
 from documents.models import AuditEvent, SignInGrant
-from documents.search.testing import add_document
 from documents.services.grants import revoke_sign_in_grant
+from documents.tests.corpus import add_document
 from mcp_endpoint.tests.conftest import McpClient
 
 pytestmark = pytest.mark.django_db

@@ -1,5 +1,5 @@
-"""Writing searchable documents directly, for tests and benchmarks of retrieval
-(the real path is documents.services.documents.ingest_document)."""
+"""A corpus written straight into the tables, for tests and benchmarks of
+retrieval (the real path is documents.services.documents.ingest_document)."""
 
 from django.core.files.base import ContentFile
 from django.db import transaction
