@@ -19,7 +19,8 @@ SCREENSHOTS = ARTIFACTS / "admin"
 WIDTHS = [1280, 1440]
 NEW_CHANNEL = "browser-widgets"
 FAILED_FILE = "maintenance-manual-chapter-32-landing-gear-scan.pdf"
-FAILED_TITLE = "maintenance-manual-chapter-32-landing-gear-scan"  # the file name, no extension
+# Titled by its file name without the extension (it has no text to take one from).
+FAILED_TITLE = "maintenance-manual-chapter-32-landing-gear-scan"
 KEY_NAMES = [
     "Claude Desktop on the operations laptop",
     "Uploader (CI)",
