@@ -61,6 +61,7 @@ def build_channels(rebuild: bool) -> dict:
     from django.core.files import File
 
     from demo.loader import load_demo
+    from documents.access import COMMAND_LINE
     from documents.models import Channel, Document
     from documents.services.channels import create_channel
     from documents.services.documents import create_document, ingest_document
@@ -80,6 +81,7 @@ def build_channels(rebuild: bool) -> dict:
         print(f"Ingesting {path.name}…", flush=True)
         with path.open("rb") as handle:
             document = create_document(
+                actor=COMMAND_LINE,
                 channel=pdfs,
                 file=File(handle, name=path.name),
                 filename=path.name,
