@@ -21,7 +21,6 @@ would:
 
 import argparse
 import json
-import random
 import socket
 import statistics
 import sys
@@ -29,79 +28,20 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import stack  # noqa: E402
 
-from documents.tests.fixtures import pdf_from_objects  # noqa: E402
+# The hostile files are the ones the ingestion tests and benchmark build.
+from documents.tests.fixtures import noise_image_pdf, rectangles_pdf  # noqa: E402
 
 SLUG = "abuse"
 BIG = 200 * 1024 * 1024
-
-
-# --- Files a hostile user would upload -----------------------------------------
-
-
-def _stream(deflated: bytes) -> bytes:
-    return b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (
-        len(deflated),
-        deflated,
-    )
-
-
-def _pages_pdf(
-    contents: list[bytes], resources: bytes = b"<< >>", shared: list[bytes] = ()
-) -> bytes:
-    """Catalog (1), page tree (2), `shared` objects (3, 4, ...), then one page
-    per (deflated) content stream."""
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"", *shared]
-    kids = []
-    for content in contents:
-        if isinstance(content, int):  # the number of a shared stream
-            stream = content
-        else:
-            stream = len(objects) + 1
-            objects.append(_stream(content))
-        kids.append(len(objects) + 1)
-        objects.append(
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-            b"/Resources %s /Contents %d 0 R >>" % (resources, stream)
-        )
-    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (
-        b" ".join(b"%d 0 R" % kid for kid in kids),
-        len(kids),
-    )
-    return pdf_from_objects(objects)
-
-
-def rectangles_pdf(pages: int = 40, per_page: int = 1_000_000) -> bytes:
-    """Pages drawing a million tiny rectangles each (one shared content stream:
-    cheap to send, slow to read)."""
-    row = "".join(f"{x % 612} 0 1 1 re f\n" for x in range(1000)).encode()
-    ops = b"".join(
-        b"q 1 0 0 1 0 %d cm " % (y % 792) + row + b"Q\n"
-        for y in range(per_page // 1000)
-    )
-    return _pages_pdf([3] * pages, shared=[_stream(zlib.compress(ops, 9))])
-
-
-def noise_pdf(pages: int = 100, side: int = 320) -> bytes:
-    """Pages that all show one image of random pixels (object 3), full page."""
-    noise = random.Random(6).randbytes(side * side * 3)
-    image = (
-        b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace "
-        b"/DeviceRGB /BitsPerComponent 8 /Length %d >>\nstream\n%s\nendstream"
-        % (side, side, len(noise), noise)
-    )
-    draw = zlib.compress(b"q 612 0 0 792 0 0 cm /Im0 Do Q")
-    return _pages_pdf(
-        [draw] * pages, resources=b"<< /XObject << /Im0 3 0 R >> >>", shared=[image]
-    )
 
 
 # --- Probes ----------------------------------------------------------------------
@@ -333,7 +273,9 @@ def main() -> int:
         started = time.monotonic()
         sockets = slow_sockets(port, args.slow_headers, args.slow_bodies)
         print(f"   opened {len(sockets)} in {time.monotonic() - started:.1f} s")
-        for wait in (0.5, 5, 15, 30):
+        # Deadlines: headers HTTP_HEADER_TIMEOUT (10 s); a body whose headers
+        # came HTTP_BODY_TIMEOUT (30 s) plus its length at HTTP_BODY_MIN_RATE.
+        for wait in (0.5, 5, 15, 35):
             time.sleep(max(0.0, started + wait - time.monotonic()))
             print(f"   still open after {wait:4.1f} s: {still_open(sockets)}")
         stop.set()
@@ -351,7 +293,7 @@ def main() -> int:
         )
 
         print("3. A hostile PDF, then a small file 3 s later (2 ingestion workers)")
-        hostile = rectangles_pdf()
+        hostile = rectangles_pdf(1_000_000, pages=40)
         first = upload(port, writer.raw_key, "rectangles.pdf", hostile)
         time.sleep(3)
         small = upload(port, writer.raw_key, "note.txt", b"A short note.\n")
@@ -385,7 +327,7 @@ def main() -> int:
         )
 
         print("4. A 100-page PDF sharing one noise image")
-        noise = noise_pdf()
+        noise = noise_image_pdf(pages=100, side=560)
         third = upload(port, writer.raw_key, "noise.pdf", noise)
         status, took = wait_ready(third["id"])
         storage = Path(env["QUIRE_DATA_DIR"]) / "media"
