@@ -187,10 +187,14 @@ async def _serve(
     log.key = admission.label
 
     limit = settings.MCP_MAX_BODY_BYTES
-    too_large = _refusal(413, BODY_TOO_LARGE, f"The body is larger than {limit} bytes.")
+
+    def too_large() -> tuple[HttpResponse, str]:
+        message = f"The body is larger than {limit} bytes."
+        return _refusal(413, BODY_TOO_LARGE, message), "too large"
+
     try:
         if int(request.headers.get("Content-Length") or 0) > limit:
-            return too_large, "too large"
+            return too_large()
     except ValueError:
         return _refusal(400, INVALID_REQUEST, "Bad Content-Length"), "bad request"
     accept = request.headers.get("Accept", "*/*")
@@ -205,9 +209,9 @@ async def _serve(
     try:
         body = request.body
     except RequestDataTooBig:
-        return too_large, "too large"
+        return too_large()
     if len(body) > limit:
-        return too_large, "too large"
+        return too_large()
 
     call = dict(
         raw_headers=_raw_headers(request),
