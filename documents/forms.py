@@ -136,7 +136,10 @@ class UploadDocumentsForm(MetadataInputsForm):
 
     files = MultipleFileField(
         label="Files",
-        help_text="PDF, Markdown or plain text. Choose one or many.",
+        help_text=(
+            "PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), HTML, EPUB, "
+            "PNG, JPEG, TIFF, Markdown or plain text. Choose one or many."
+        ),
     )
 
 
@@ -147,7 +150,8 @@ class DocumentMetadataForm(MetadataInputsForm):
         max_length=500,
         required=False,
         widget=forms.TextInput(attrs={"class": "vLargeTextField"}),
-        help_text="Empty: the metadata's title, else the file name.",
+        help_text="Empty: the file's own title if it looks like one, else its first "
+        "heading, else the file name.",
     )
 
     def __init__(self, *args, document: Document, **kwargs):
