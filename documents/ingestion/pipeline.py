@@ -15,6 +15,10 @@ from documents.ingestion.parsed import ParsedPage
 
 logger = logging.getLogger(__name__)
 
+# The first group is small so that the embedder starts after the first pages
+# instead of waiting for a whole group (it is the limit of ingestion).
+FIRST_GROUP = 8
+
 
 class EmbeddingFailed(Exception):
     """The embedder raised; the cause is logged."""
@@ -43,7 +47,8 @@ class ChunkStream:
         )
         self.chunks.extend(new)
         self._pending.extend(new)
-        if len(self._pending) >= self.group:
+        wanted = self.group if self._futures else min(self.group, FIRST_GROUP)
+        if len(self._pending) >= wanted:
             self._submit()
 
     def _submit(self) -> None:
