@@ -9,7 +9,8 @@ one thread hop per hook, which made up the largest part of a small MCP call.
 - BrowserOnly: sessions, CSRF, authentication and messages exist for people in
   a browser (admin, playground). MCP clients send no cookies and the MCP view
   uses no session, user, CSRF token or message (it is csrf_exempt and checks
-  API keys itself), so requests under MCP_PATH skip them entirely.
+  API keys itself), so requests under MCP_PATH skip them entirely (CSRF's
+  process_view included, which Django would otherwise call through a thread).
 """
 
 from asgiref.sync import sync_to_async
@@ -68,7 +69,20 @@ class CommonMiddleware(InlineHooks, common.CommonMiddleware):
 
 
 class CsrfViewMiddleware(BrowserOnly, csrf.CsrfViewMiddleware):
-    pass
+    """Django collects process_view apart from the middleware chain and, in an
+    async request, calls it through a thread hop: MCP requests skip it here."""
+
+    def __init__(self, get_response):
+        super().__init__(get_response)
+        if self.async_mode:
+            checked = sync_to_async(self.process_view, thread_sensitive=True)
+
+            async def process_view(request, callback, callback_args, callback_kwargs):
+                if _machine_request(request):
+                    return None
+                return await checked(request, callback, callback_args, callback_kwargs)
+
+            self.process_view = process_view
 
 
 class AuthenticationMiddleware(BrowserOnly, InlineHooks, auth.AuthenticationMiddleware):

@@ -248,3 +248,28 @@ def test_server_error_never_leaks_a_traceback(mcp, monkeypatch):
     body = json.loads(response.content)
     assert body["error"] == {"code": -32603, "message": "Internal error"}
     assert b"secret" not in response.content
+
+
+def test_mcp_calls_skip_the_csrf_view_check_that_the_admin_keeps(
+    handbook, handbook_key, monkeypatch
+):
+    """Django calls CSRF's process_view through a thread in async requests; MCP
+    calls (csrf-exempt, cookie-less) skip it, while the admin still gets it."""
+    from django.middleware import csrf
+    from django.test import Client
+
+    checked = []
+    original = csrf.CsrfViewMiddleware.process_view
+
+    def recording(self, request, *args):
+        checked.append(request.path)
+        return original(self, request, *args)
+
+    monkeypatch.setattr(csrf.CsrfViewMiddleware, "process_view", recording)
+    response = McpClient("handbook", handbook_key).send("tools/list")
+    assert response.status_code == 200
+    assert checked == []
+    browser = Client(enforce_csrf_checks=True)
+    refused = browser.post("/admin/login/", {"username": "x", "password": "y"})
+    assert refused.status_code == 403  # no CSRF token
+    assert checked == ["/admin/login/"]
