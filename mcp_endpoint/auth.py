@@ -80,15 +80,6 @@ def site_resource_metadata(request: HttpRequest) -> JsonResponse:
     )
 
 
-def api_key_from(request: HttpRequest) -> str | None:
-    """The key from `Authorization: Bearer <key>` or `api-key: <key>`."""
-    authorization = request.headers.get("Authorization", "")
-    scheme, _, credentials = authorization.partition(" ")
-    if scheme.lower() == "bearer" and credentials.strip():
-        return credentials.strip()
-    return request.headers.get("api-key", "").strip() or None
-
-
 def origin_allowed(origin: str) -> bool:
     """True when `origin` is on MCP_ALLOWED_ORIGINS.
 

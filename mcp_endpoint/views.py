@@ -22,7 +22,13 @@ from django.http import (
 )
 from django.views.decorators.csrf import csrf_exempt
 
-from documents.access import AccessDenied, Admission, aadmit, client_address
+from documents.access import (
+    AccessDenied,
+    Admission,
+    aadmit,
+    client_address,
+    credential_from,
+)
 from mcp_endpoint import auth, protocol
 from mcp_endpoint.protocol.errors import (
     BODY_TOO_LARGE,
@@ -139,7 +145,7 @@ async def check_before_body(
     try:
         admission = await aadmit(
             channel_slug,
-            auth.api_key_from(request),
+            credential_from(request),
             via="mcp",
             address=client_address(request),
             resource=auth.resource_url(request, channel_slug),

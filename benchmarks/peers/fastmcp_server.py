@@ -35,11 +35,10 @@ from mcp.types import ImageContent, TextContent  # noqa: E402
 from pydantic import Field  # noqa: E402
 
 from documents import listing  # noqa: E402
-from documents.access import AccessDenied, aadmit  # noqa: E402
+from documents.access import AccessDenied, aadmit, credential_from  # noqa: E402
 from documents.filters import FilterError  # noqa: E402
 from documents.models import Channel  # noqa: E402
 from documents.search import service  # noqa: E402
-from mcp_endpoint import auth  # noqa: E402
 from mcp_endpoint.registry import ToolError as QuireToolError  # noqa: E402
 from mcp_endpoint.tools.documents import _read_pages  # noqa: E402
 
@@ -135,7 +134,7 @@ async def _refuse(send, status: int, message: str) -> None:
 
 
 class _Headers:
-    """Just enough of HttpRequest for mcp_endpoint.auth.api_key_from."""
+    """Just enough of HttpRequest for documents.access.credential_from."""
 
     def __init__(self, scope: dict):
         self.headers = CaseInsensitiveMapping(
@@ -150,7 +149,7 @@ async def app(scope, receive, send):
     """The FastMCP app behind an API-key check on each HTTP request."""
     if CHECK_KEYS and scope["type"] == "http":
         try:
-            await aadmit(CHANNEL_SLUG, auth.api_key_from(_Headers(scope)), via="mcp")
+            await aadmit(CHANNEL_SLUG, credential_from(_Headers(scope)), via="mcp")
         except AccessDenied as exc:
             await _refuse(send, exc.status, str(exc))
             return

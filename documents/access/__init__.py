@@ -22,6 +22,7 @@ from documents.access.principals import (
     Actor,
     Scope,
     client_address,
+    credential_from,
 )
 from documents.access.staff import (
     CURATE,
@@ -48,6 +49,7 @@ __all__ = [
     "can_read",
     "channels_for",
     "client_address",
+    "credential_from",
     "digest_key",
     "restrict_to_curated",
 ]

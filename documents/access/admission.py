@@ -24,7 +24,6 @@ from documents.access.principals import AccessDenied, Actor, Scope
 from documents.access.windows import (
     Window,
     clear_old_windows,
-    count_failure,
     count_write,
 )
 from documents.models import AddressWindow, ApiKey, Channel, RateLimitWindow
@@ -179,11 +178,8 @@ def admit(
         row = cursor.fetchone()
     failure_count = row[0]
     if failures.exceeded(failure_count):
-        raise AccessDenied(
-            "Too many failed authentications from this address; retry in "
-            f"{failures.retry_after()} s.",
-            status=429,
-            retry_after=failures.retry_after(),
+        raise AccessDenied.over_limit(
+            "Too many failed authentications from this address", failures
         )
     size = len(ApiKey._meta.concrete_fields)
     api_key = _instance(ApiKey, row[1 : 1 + size]) if row[1] is not None else None
@@ -201,25 +197,26 @@ def admit(
             missing_scope=scope,
         )
     if refusal is not None:
-        _record_refusal(refusal, api_key, channel, channel_slug, via, address)
+        detail = str(refusal)
+        if channel is None and channel_slug:
+            detail += f" (channel {channel_slug!r})"
+        audit.record_refusal(
+            refusal,
+            actor=Actor(via=via, api_key=api_key, address=address),
+            channel=channel,
+            detail=detail,
+        )
         raise refusal
     if count is not None:
         if count == 1:
             clear_old_windows(subject=f"key:{api_key.pk}", window=requests)
         if requests.exceeded(count):
-            raise AccessDenied(
-                f"Rate limit reached; retry in {requests.retry_after()} s.",
-                status=429,
-                retry_after=requests.retry_after(),
-            )
+            raise AccessDenied.over_limit("Rate limit reached", requests)
     if scope == Scope.WRITE and channel is not None:
         over = count_write(f"key:{api_key.pk}")
         if over is not None:
-            raise AccessDenied(
-                f"This API key has used its {over.limit} writes for this hour; "
-                f"retry in {over.retry_after()} s.",
-                status=429,
-                retry_after=over.retry_after(),
+            raise AccessDenied.over_limit(
+                f"This API key has used its {over.limit} writes for this hour", over
             )
     _note_use(api_key, requests.now)
     return Admission(channel=channel, api_key=api_key, scope=scope)
@@ -250,39 +247,6 @@ def _refusal(
     if api_key.expires_at is not None and api_key.expires_at <= window.now:
         return AccessDenied("This API key has expired.", status=401)
     return None
-
-
-def _record_refusal(
-    refusal: AccessDenied,
-    api_key: ApiKey | None,
-    channel: Channel | None,
-    channel_slug: str | None,
-    via: str,
-    address: str,
-) -> None:
-    """Audit the refusal; a failed authentication (401) also counts against the
-    address, and the failure that crosses the limit is recorded once more."""
-    actor = Actor(via=via, api_key=api_key, address=address)
-    detail = str(refusal)
-    if channel is None and channel_slug:
-        detail += f" (channel {channel_slug!r})"
-    audit.record(
-        audit.Action.AUTH_REFUSED,
-        actor=actor,
-        channel=channel,
-        outcome=audit.Outcome.REFUSED,
-        detail=detail,
-    )
-    if refusal.status == 401 and address:
-        count = count_failure(address)
-        limit = Window.failures().limit
-        if limit and count == limit + 1:
-            audit.record(
-                audit.Action.AUTH_THROTTLED,
-                actor=actor,
-                outcome=audit.Outcome.REFUSED,
-                detail=f"{count} failed authentications in a minute.",
-            )
 
 
 def _note_use(api_key: ApiKey, now) -> None:

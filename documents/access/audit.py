@@ -11,7 +11,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from documents.access.principals import Actor
+from documents.access.principals import AccessDenied, Actor
+from documents.access.windows import Window, count_failure
 from documents.models import AuditEvent, Channel
 
 Action = AuditEvent.Action
@@ -47,6 +48,31 @@ def record(
     )
     _prune_now_and_then()
     return event
+
+
+def record_refusal(
+    refusal: AccessDenied, *, actor: Actor, channel: Channel | None, detail: str
+) -> None:
+    """Audit a refused credential (key or token); a failed authentication (401)
+    also counts against the address, and the failure that crosses the limit is
+    recorded once more."""
+    record(
+        Action.AUTH_REFUSED,
+        actor=actor,
+        channel=channel,
+        outcome=Outcome.REFUSED,
+        detail=detail,
+    )
+    if refusal.status == 401 and actor.address:
+        count = count_failure(actor.address)
+        limit = Window.failures().limit
+        if limit and count == limit + 1:
+            record(
+                Action.AUTH_THROTTLED,
+                actor=actor,
+                outcome=Outcome.REFUSED,
+                detail=f"{count} failed authentications in a minute.",
+            )
 
 
 def prune_audit(*, now: datetime.datetime | None = None) -> int:

@@ -82,6 +82,13 @@ class AccessDenied(Exception):
         self.retry_after = retry_after
         self.credentials_given = credentials_given
 
+    @classmethod
+    def over_limit(cls, reason: str, window) -> "AccessDenied":
+        """429 for a limit passed in `window` (documents.access.windows.Window):
+        the reason, then when to retry."""
+        seconds = window.retry_after()
+        return cls(f"{reason}; retry in {seconds} s.", status=429, retry_after=seconds)
+
     @property
     def error(self) -> str | None:
         """The RFC 6750 error code for WWW-Authenticate, when one applies (none
@@ -91,6 +98,16 @@ class AccessDenied(Exception):
         if self.missing_scope:
             return "insufficient_scope"
         return None
+
+
+def credential_from(request) -> str | None:
+    """The API key or access token from `Authorization: Bearer <credential>`, or
+    an API key from `api-key: <key>`."""
+    authorization = request.headers.get("Authorization", "")
+    scheme, _, credentials = authorization.partition(" ")
+    if scheme.lower() == "bearer" and credentials.strip():
+        return credentials.strip()
+    return request.headers.get("api-key", "").strip() or None
 
 
 def client_address(request) -> str:

@@ -16,7 +16,6 @@ from documents.access.principals import AccessDenied, Actor, Scope
 from documents.access.staff import CURATE, READ, channels_for
 from documents.access.windows import (
     Window,
-    count_failure,
     count_request,
     count_write,
     failures_from,
@@ -64,11 +63,8 @@ def admit_token(
 
     failures = Window.failures()
     if failures.exceeded(failures_from(address)):
-        raise AccessDenied(
-            "Too many failed authentications from this address; retry in "
-            f"{failures.retry_after()} s.",
-            status=429,
-            retry_after=failures.retry_after(),
+        raise AccessDenied.over_limit(
+            "Too many failed authentications from this address", failures
         )
     token = _load(raw_token)
     channel = (
@@ -121,32 +117,17 @@ def admit_token(
         address=address,
     )
     if refusal is not None:
-        audit.record(
-            audit.Action.AUTH_REFUSED,
-            actor=actor,
-            channel=channel,
-            outcome=audit.Outcome.REFUSED,
-            detail=str(refusal),
-        )
-        if refusal.status == 401 and address:
-            count_failure(address)
+        audit.record_refusal(refusal, actor=actor, channel=channel, detail=str(refusal))
         raise refusal
     subject = f"grant:{grant.pk}"
     over = count_request(subject)
     if over is not None:
-        raise AccessDenied(
-            f"Rate limit reached; retry in {over.retry_after()} s.",
-            status=429,
-            retry_after=over.retry_after(),
-        )
+        raise AccessDenied.over_limit("Rate limit reached", over)
     if scope == Scope.WRITE:
         over = count_write(subject)
         if over is not None:
-            raise AccessDenied(
-                f"This sign-in has used its {over.limit} writes for this hour; "
-                f"retry in {over.retry_after()} s.",
-                status=429,
-                retry_after=over.retry_after(),
+            raise AccessDenied.over_limit(
+                f"This sign-in has used its {over.limit} writes for this hour", over
             )
     now = timezone.now()
     if grant.last_used_at is None or (now - grant.last_used_at).total_seconds() > 60:

@@ -12,7 +12,7 @@ from django.http import Http404, HttpRequest
 from ninja.security import APIKeyHeader, HttpBearer
 
 from documents import access
-from documents.access import AccessDenied, Admission, Scope
+from documents.access import AccessDenied, Admission, Scope, credential_from
 from documents.limits import MAX_ID, MAX_PAGE
 from documents.models import MCP_PATH_PREFIX, Channel, Document
 
@@ -49,14 +49,6 @@ def required_scope(method: str, path: str) -> tuple[str | None, str]:
     return match["slug"], Scope.READ
 
 
-def _raw_key(request: HttpRequest) -> str | None:
-    authorization = request.headers.get("Authorization", "")
-    scheme, _, credentials = authorization.partition(" ")
-    if scheme.lower() == "bearer" and credentials.strip():
-        return credentials.strip()
-    return request.headers.get("api-key", "").strip() or None
-
-
 def _stashed(request: HttpRequest, slug: str | None, scope: str) -> Admission | None:
     admission = (getattr(request, "scope", None) or {}).get(ADMISSION_KEY)
     if admission is None or (scope == Scope.WRITE and admission.scope != scope):
@@ -77,7 +69,7 @@ def admit_request(
     if admission is None:
         admission = access.admit(
             slug,
-            getattr(request, "auth", None) or _raw_key(request),
+            getattr(request, "auth", None) or credential_from(request),
             scope=scope,
             via="rest",
             address=access.client_address(request),

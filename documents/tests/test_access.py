@@ -167,6 +167,20 @@ def test_failed_authentications_are_throttled_per_address(
     assert AuditEvent.objects.filter(action="auth.throttled").count() == 1
 
 
+def test_failed_token_authentications_are_throttled_and_recorded_like_keys(
+    channel, settings, steady_rate_window
+):
+    """Bad OAuth access tokens count against the address as bad keys do, and
+    crossing the limit is recorded once."""
+    settings.AUTH_FAILURES_PER_MINUTE = 5
+    attacker = client_for("not-a-token-quire-issued", "10.8.8.8")
+    statuses = [attacker.get("/api/channels/demo").status_code for _ in range(10)]
+    assert statuses[:5] == [401] * 5
+    assert set(statuses[6:]) == {429}
+    assert AuditEvent.objects.filter(action="auth.refused").count() == 6
+    assert AuditEvent.objects.filter(action="auth.throttled").count() == 1
+
+
 def test_the_channel_list_counts_toward_the_rate_limit(
     channel, settings, steady_rate_window
 ):
