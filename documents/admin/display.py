@@ -3,6 +3,7 @@ one on hover, excerpts with the full text on hover, human sizes."""
 
 from datetime import datetime
 
+from django.contrib import admin
 from django.template.defaultfilters import filesizeformat
 from django.utils import formats, timezone
 from django.utils.html import format_html
@@ -55,3 +56,24 @@ def excerpt(text: str, chars: int) -> str:
 def human_size(size: int) -> str:
     """1.2 MB, 713.4 KB, 17 bytes."""
     return filesizeformat(size).replace("\xa0", " ")
+
+
+class CredentialColumns:
+    """The list columns API keys and sign-in grants share: scopes, created,
+    last used and a state badge (from the admin's own `state`)."""
+
+    @admin.display(description="Scopes")
+    def scope_list(self, credential) -> str:
+        return " + ".join(credential.scopes)
+
+    @admin.display(description="State")
+    def state_badge(self, credential) -> str:
+        return badge(self.state(credential))
+
+    @admin.display(description="Created", ordering="created_at")
+    def created(self, credential) -> str:
+        return short_datetime(credential.created_at, with_time=False)
+
+    @admin.display(description="Last used", ordering="last_used_at")
+    def last_used(self, credential) -> str:
+        return short_datetime(credential.last_used_at)

@@ -52,17 +52,21 @@ class DocumentAdmin(CuratedChannelsAdmin):
     list_per_page = 100
     search_fields = ["title", "original_filename"]
     actions = ["reingest_selected"]
-    readonly_fields = [
+    # The document page: what was stored, then how its ingestion went (the
+    # fields of that part that apply, see get_fieldsets). Nothing is edited here.
+    detail_fields = [
         "channel",
         "title",
         "original_link",
         "content_type",
         "size_detail",
         "sha256",
+        "metadata_json",
         "added_by",
         "created_at",
         "updated_at",
-        "metadata_json",
+    ]
+    ingestion_fields = [
         "status_badge",
         "status_reason",
         "has_text",
@@ -71,6 +75,7 @@ class DocumentAdmin(CuratedChannelsAdmin):
         "page_links",
         "ingested_at",
     ]
+    readonly_fields = detail_fields + ingestion_fields
 
     def get_fieldsets(self, request, obj=None):
         ingestion = ["status_badge"]
@@ -82,23 +87,7 @@ class DocumentAdmin(CuratedChannelsAdmin):
         if obj is not None and obj.ingested_at:
             ingestion.append("ingested_at")
         return [
-            (
-                None,
-                {
-                    "fields": [
-                        "channel",
-                        "title",
-                        "original_link",
-                        "content_type",
-                        "size_detail",
-                        "sha256",
-                        "metadata_json",
-                        "added_by",
-                        "created_at",
-                        "updated_at",
-                    ]
-                },
-            ),
+            (None, {"fields": self.detail_fields}),
             ("Ingestion", {"fields": ingestion}),
         ]
 

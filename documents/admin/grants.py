@@ -4,7 +4,7 @@ scopes and when it was last used; revoked by an action (every token goes)."""
 from django.contrib import admin, messages
 
 from documents.admin.curation import CuratedChannelFilter, CuratedChannelsAdmin, actor
-from documents.admin.display import badge, short_datetime
+from documents.admin.display import CredentialColumns
 from documents.models import SignInGrant
 from documents.services.grants import revoke_sign_in_grant
 
@@ -26,7 +26,7 @@ class GrantStateFilter(admin.SimpleListFilter):
 
 
 @admin.register(SignInGrant)
-class SignInGrantAdmin(CuratedChannelsAdmin):
+class SignInGrantAdmin(CredentialColumns, CuratedChannelsAdmin):
     list_display = [
         "client",
         "user",
@@ -62,25 +62,9 @@ class SignInGrantAdmin(CuratedChannelsAdmin):
     def client_id(self, grant: SignInGrant) -> str:
         return grant.application.client_id
 
-    @admin.display(description="Scopes")
-    def scope_list(self, grant: SignInGrant) -> str:
-        return " + ".join(grant.scopes)
-
     @admin.display(description="State")
     def state(self, grant: SignInGrant) -> str:
         return "revoked" if grant.revoked_at else "active"
-
-    @admin.display(description="State")
-    def state_badge(self, grant: SignInGrant) -> str:
-        return badge(self.state(grant))
-
-    @admin.display(description="Created", ordering="created_at")
-    def created(self, grant: SignInGrant) -> str:
-        return short_datetime(grant.created_at, with_time=False)
-
-    @admin.display(description="Last used", ordering="last_used_at")
-    def last_used(self, grant: SignInGrant) -> str:
-        return short_datetime(grant.last_used_at)
 
     def has_add_permission(self, request) -> bool:
         return False

@@ -11,7 +11,7 @@ from django.utils.html import format_html
 
 from documents import access
 from documents.admin.curation import CuratedChannelsFilter, RowPermissions, actor
-from documents.admin.display import badge, short_datetime
+from documents.admin.display import CredentialColumns, short_datetime
 from documents.forms import ApiKeyForm
 from documents.models import ApiKey, Channel
 from documents.services.keys import create_api_key, revoke_api_key, update_api_key
@@ -39,7 +39,7 @@ class KeyStateFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(RowPermissions, admin.ModelAdmin):
+class ApiKeyAdmin(RowPermissions, CredentialColumns, admin.ModelAdmin):
     form = ApiKeyForm
     list_display = [
         "name",
@@ -115,10 +115,6 @@ class ApiKeyAdmin(RowPermissions, admin.ModelAdmin):
         # Reads the prefetched channels: one query for the whole page.
         return ", ".join(channel.slug for channel in api_key.channels.all())
 
-    @admin.display(description="Scopes")
-    def scope_list(self, api_key: ApiKey) -> str:
-        return " + ".join(api_key.scopes)
-
     @admin.display(description="State")
     def state(self, api_key: ApiKey) -> str:
         if api_key.revoked_at is not None:
@@ -126,18 +122,6 @@ class ApiKeyAdmin(RowPermissions, admin.ModelAdmin):
         if api_key.expires_at is not None and api_key.expires_at <= timezone.now():
             return "expired"
         return "active"
-
-    @admin.display(description="State")
-    def state_badge(self, api_key: ApiKey) -> str:
-        return badge(self.state(api_key))
-
-    @admin.display(description="Created", ordering="created_at")
-    def created(self, api_key: ApiKey) -> str:
-        return short_datetime(api_key.created_at, with_time=False)
-
-    @admin.display(description="Last used", ordering="last_used_at")
-    def last_used(self, api_key: ApiKey) -> str:
-        return short_datetime(api_key.last_used_at)
 
     @admin.display(description="Expires", ordering="expires_at")
     def expires(self, api_key: ApiKey) -> str:
