@@ -55,11 +55,16 @@ def create_api_key(
             audit.Action.KEY_CREATE,
             actor=actor,
             target=api_key,
-            detail=f"Scopes: {', '.join(api_key.scopes)}; channels: "
-            + (", ".join(channel.slug for channel in channels) or "none")
+            detail=_access_detail(api_key, channels)
             + (f"; expires {expires_at:%Y-%m-%d %H:%M} UTC" if expires_at else ""),
         )
     return NewApiKey(api_key=api_key, raw_key=raw_key)
+
+
+def _access_detail(api_key: ApiKey, channels: list[Channel]) -> str:
+    """What a key opens, for the audit trail."""
+    slugs = ", ".join(channel.slug for channel in channels) or "none"
+    return f"Scopes: {', '.join(api_key.scopes)}; channels: {slugs}"
 
 
 def update_api_key(
@@ -82,8 +87,7 @@ def update_api_key(
             audit.Action.KEY_CHANGE,
             actor=actor,
             target=api_key,
-            detail=f"Scopes: {', '.join(api_key.scopes)}; channels: "
-            + (", ".join(channel.slug for channel in channels) or "none"),
+            detail=_access_detail(api_key, channels),
         )
     return api_key
 
