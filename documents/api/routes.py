@@ -31,9 +31,8 @@ from documents.api.schemas import (
 from documents.filters import filter_schema
 from documents.limits import TooComplex, parse_json
 from documents.models import Channel, Document, Page
-from documents.regions import add_passage_regions
 from documents.results import Answer, ChunkList, DocumentPage
-from documents.search.service import retrieve_chunks
+from documents.search.service import retrieve_passages
 from documents.services import documents as document_services
 from documents.services.feedback import submit_feedback
 
@@ -289,14 +288,13 @@ def get_page_image(request: HttpRequest, slug: str, document_id: int, number: in
 def search(request: HttpRequest, slug: str, body: SearchIn):
     """The best passages for a query, as retrieve_text_chunks returns them."""
     channel = open_channel(request, slug)
-    chunks = retrieve_chunks(
+    chunks = retrieve_passages(
         channel,
         body.query,
         document_ids=body.document_ids,
         metadata_filter=body.metadata_filter,
         limit=body.limit,
     )
-    add_passage_regions(chunks)
     return {"chunks": [chunk.model_dump() for chunk in chunks]}
 
 

@@ -9,6 +9,7 @@ from django.db import connection
 from documents.filters import compile_filter
 from documents.ingestion import embeddings
 from documents.models import Channel, Chunk, Document, MetadataField
+from documents.regions import add_passage_regions
 from documents.results import RetrievedChunk
 from documents.search.fusion import reciprocal_rank_fusion
 from documents.search.legs import Scope, keyword_leg, vector_leg
@@ -71,6 +72,14 @@ def retrieve_chunks(
         )
         ranked = fused[:limit]
     return _load(channel, ranked)
+
+
+def retrieve_passages(channel: Channel, query: str, **options) -> list[RetrievedChunk]:
+    """retrieve_chunks (same options), each chunk with the regions of its lines
+    on its page: the passages retrieve_text_chunks and the REST search return."""
+    chunks = retrieve_chunks(channel, query, **options)
+    add_passage_regions(chunks)
+    return chunks
 
 
 def _load(channel: Channel, ranked: list[tuple[int, float]]) -> list[RetrievedChunk]:

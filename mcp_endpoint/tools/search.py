@@ -11,7 +11,6 @@ from documents import generation
 from documents.filters import FilterError
 from documents.limits import MAX_ID, check_query
 from documents.models import Channel, Document
-from documents.regions import add_passage_regions
 from documents.search import service
 from mcp_endpoint import schemas
 from mcp_endpoint.citations import citation_page_url
@@ -102,15 +101,13 @@ class RetrieveTextChunks(SearchTool):
 
 
 def _passages(channel: Channel, args: RetrieveTextChunksArgs) -> list:
-    chunks = service.retrieve_chunks(
+    return service.retrieve_passages(
         channel,
         args.query,
         document_ids=args.document_ids,
         metadata_filter=args.metadata_filter,
         limit=args.limit,
     )
-    add_passage_regions(chunks)
-    return chunks
 
 
 class RagSearch(SearchTool):
