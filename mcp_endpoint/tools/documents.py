@@ -248,19 +248,24 @@ class GetPages(Tool):
         return ToolResult(content)
 
 
+def citation_link(ctx: CallContext, document: Document, page: int | None) -> str:
+    """A link to the document's original, signed for the caller's credential."""
+    return citation_url(
+        document,
+        base_url=ctx.base_url,
+        page=page,
+        api_key=ctx.api_key,
+        user=ctx.user,
+        grant=ctx.grant,
+    )
+
+
 def _citation_urls(ctx: CallContext, document_ids: list[int], page: int | None) -> dict:
     documents = (
         Document.objects.for_channel(ctx.channel).ready().filter(pk__in=document_ids)
     )
     return {
-        str(document.pk): citation_url(
-            document,
-            base_url=ctx.base_url,
-            page=page,
-            api_key=ctx.api_key,
-            user=ctx.user,
-            grant=ctx.grant,
-        )
+        str(document.pk): citation_link(ctx, document, page)
         for document in documents.order_by("pk")
     }
 
