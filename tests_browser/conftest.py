@@ -81,23 +81,10 @@ def _create_data(password: str) -> dict[str, int]:
         document = ingest_document(document_id=document.pk)
         assert document.status == "ready", document.status_reason
         ids[name] = document.pk
-        if name.endswith(".pdf"):
-            _ensure_lines(document, DEFINITION.parent / "documents" / name)
     get_user_model().objects.create_superuser(
         STAFF_USERNAME, "staff@example.org", password
     )
     return ids
-
-
-def _ensure_lines(document, path: Path) -> None:
-    """Line boxes for the PDF's pages, from PDFium's character boxes, where
-    ingestion left none (it does not fill them yet)."""
-    from documents.models import Page
-    from documents.tests.pdf_lines import lines_for_page
-
-    for page in Page.objects.filter(document=document, lines=[]):
-        page.lines = lines_for_page(path, page.number, page.text)
-        page.save(update_fields=["lines"])
 
 
 def _delete_data() -> None:
@@ -121,15 +108,7 @@ def site(django_db_setup, django_db_blocker, tmp_path_factory):
         pytest.fail("/usr/bin/chromium is missing: apt-get install -y chromium")
     assert connection.settings_dict["NAME"].startswith("test_"), "no test database"
     media = tmp_path_factory.mktemp("browser-media")
-    storages = {
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": media},
-        },
-        "staticfiles": {
-            "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-        },
-    }
+    storages = live.media_storages(media)
     password = secrets.token_urlsafe(16)
     with (
         django_db_blocker.unblock(),

@@ -68,17 +68,10 @@ def admin_data(site, django_db_blocker, tmp_path_factory):
     from documents.services.feedback import submit_feedback
     from documents.services.grants import record_sign_in_grant
     from documents.services.keys import create_api_key, revoke_api_key
+    from mcp_endpoint.tests import live
 
     media = tmp_path_factory.mktemp("admin-media")
-    storages = {
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": media},
-        },
-        "staticfiles": {
-            "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-        },
-    }
+    storages = live.media_storages(media)
     metadata = {"kind": "handbook", "publisher": "Federal Aviation Administration"}
     with (
         django_db_blocker.unblock(),

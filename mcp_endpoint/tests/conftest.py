@@ -263,15 +263,7 @@ def quire_server(django_db_setup, django_db_blocker, tmp_path_factory):
     # Only the test database: a session without django_db tests has none set up.
     assert connection.settings_dict["NAME"].startswith("test_"), "no test database"
     media = tmp_path_factory.mktemp("live-media")
-    storages = {
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": media},
-        },
-        "staticfiles": {
-            "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-        },
-    }
+    storages = live.media_storages(media)
     conformance_key = live.new_conformance_key()
     with (
         django_db_blocker.unblock(),

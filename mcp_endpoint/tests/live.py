@@ -24,6 +24,20 @@ REPO = Path(__file__).resolve().parents[2]
 CONFORMANCE_KEY_NAME = "conformance suites"
 
 
+def media_storages(media: Path) -> dict:
+    """STORAGES for a test that writes files a live server (or the test) reads
+    back: the uploads in `media`, static files served as they are."""
+    return {
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": media},
+        },
+        "staticfiles": {
+            "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        },
+    }
+
+
 @dataclass
 class LiveServer:
     base_url: str
