@@ -1,4 +1,4 @@
-"""Quire settings, read from the environment (see README "Configuration").
+"""Quire settings, read from the environment (docs/configuration.md lists them).
 
 Bad values stop start-up with ImproperlyConfigured (project.env readers).
 """
@@ -25,10 +25,22 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("QUIRE_DATA_DIR", str(BASE_DIR / ".data"))).resolve()
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
+# Signs sessions and citation links, so every server of a deployment needs the
+# same one: a key Quire made up itself would differ per machine and turn every
+# link it signed into a forgery elsewhere. Only development may do without.
 SECRET_KEY = env_str("DJANGO_SECRET_KEY")
+if not SECRET_KEY and not DEBUG:
+    raise ImproperlyConfigured(
+        "DJANGO_SECRET_KEY is not set, and DJANGO_DEBUG is off: Quire does not "
+        "start without a secret key outside development. Set DJANGO_SECRET_KEY "
+        "(the same on every server; `python -c 'import secrets; "
+        "print(secrets.token_urlsafe(50))'` makes one), or DJANGO_DEBUG=true on a "
+        "development machine. `make run`, `make test` and the benchmarks set a "
+        "development key themselves."
+    )
 if not SECRET_KEY:
-    # A development key kept in the data folder, so signed links survive restarts
-    # and are shared by every local process.
+    # Development: a key kept in the data folder, so signed links survive
+    # restarts and are shared by every local process.
     _key_file = DATA_DIR / "secret_key"
     if not _key_file.exists():
         DATA_DIR.mkdir(parents=True, exist_ok=True)
@@ -163,7 +175,7 @@ TASKS = {
 }
 
 # Files go through django-storages' interface: the local filesystem by default,
-# S3 when STORAGE_BACKEND=s3 (see README).
+# S3 when STORAGE_BACKEND=s3 (docs/production.md).
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(DATA_DIR / "media")))
 MEDIA_URL = "/media/"
 # Lifetime of citation links (and, with S3, of the presigned URLs behind them).
@@ -363,7 +375,7 @@ OAUTH2_PROVIDER = {
 OAUTH_REGISTRATIONS_PER_HOUR = env_int("OAUTH_REGISTRATIONS_PER_HOUR", 30, minimum=1)
 LOGIN_URL = "signin:login"
 
-# HTTPS deployment (README "Deploying behind a proxy").
+# HTTPS deployment (docs/production.md, "Behind a proxy").
 SECURE_PROXY_SSL_HEADER = (
     ("HTTP_X_FORWARDED_PROTO", "https")
     if env_bool("DJANGO_BEHIND_TLS_PROXY", False)
@@ -389,8 +401,17 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
 AXES_CLIENT_IP_CALLABLE = "project.middleware.axes_client_address"
-# project.middleware.AxesMiddleware is axes' middleware, under another name.
-SILENCED_SYSTEM_CHECKS = ["axes.W002"]
+# Checks that look for a middleware by its dotted path: project.middleware's
+# classes are axes' and Django's security, clickjacking and CSRF middleware under
+# other names (a test holds that they are subclasses). Loopback redirect URIs are
+# plain http by RFC 8252, and signin.views allows http for loopback only.
+SILENCED_SYSTEM_CHECKS = [
+    "axes.W002",
+    "security.W001",
+    "security.W002",
+    "security.W003",
+    "oauth2_provider.W008",
+]
 
 # Answers (documents.generation). The extractive answer stops at about this many
 # characters (its first sentence is always quoted, cut at the budget if longer).

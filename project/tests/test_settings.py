@@ -1,11 +1,16 @@
-"""Deployment settings come from the environment (issue 11 item 11)."""
+"""Deployment settings come from the environment; bad or missing ones stop start-up."""
 
 import json
 import os
 import subprocess
 import sys
 
+from axes.middleware import AxesMiddleware
 from django.conf import settings
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.csrf import CsrfViewMiddleware
+from django.middleware.security import SecurityMiddleware
+from django.utils.module_loading import import_string
 
 PRINT = (
     "import django, json; django.setup(); from django.conf import settings as s; "
@@ -64,3 +69,69 @@ def test_a_bad_chat_endpoint_stops_start_up_naming_the_variable():
     assert "CHAT_MODEL_ENDPOINTS['x'].base_url must be an http(s) URL" in (
         completed.stderr
     )
+
+
+def without_secret_key() -> dict[str, str]:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings"}
+    env.pop("DJANGO_SECRET_KEY", None)
+    return env
+
+
+def start(env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        env=env,
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_debug_off_without_a_secret_key_refuses_to_start(tmp_path):
+    """A deployment that forgot DJANGO_SECRET_KEY stops with a message saying what
+    to set, instead of signing links with a key made up on one machine."""
+    env = {**without_secret_key(), "DJANGO_DEBUG": "false"}
+    env["QUIRE_DATA_DIR"] = str(tmp_path)
+    completed = start(env)
+    assert completed.returncode != 0
+    assert "ImproperlyConfigured" in completed.stderr
+    assert "DJANGO_SECRET_KEY is not set, and DJANGO_DEBUG is off" in completed.stderr
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_debug_on_without_a_secret_key_keeps_a_development_key(tmp_path):
+    """Development needs no key: one is made once in the data folder and reused."""
+    env = {**without_secret_key(), "DJANGO_DEBUG": "true"}
+    env["QUIRE_DATA_DIR"] = str(tmp_path)
+    first = start(env)
+    assert first.returncode == 0, first.stderr
+    key = (tmp_path / "secret_key").read_text()
+    assert len(key) >= 50
+    assert start(env).returncode == 0
+    assert (tmp_path / "secret_key").read_text() == key
+
+
+def test_a_secret_key_from_the_environment_starts_with_debug_off(tmp_path):
+    env = {
+        **without_secret_key(),
+        "DJANGO_DEBUG": "false",
+        "DJANGO_SECRET_KEY": "k" * 50,
+        "QUIRE_DATA_DIR": str(tmp_path),
+    }
+    completed = start(env)
+    assert completed.returncode == 0, completed.stderr
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_the_middleware_the_silenced_checks_look_for_is_installed_by_another_name():
+    """security.W001-W003 and axes.W002 are silenced because their middleware is
+    installed as project.middleware subclasses; this holds that it still is."""
+    installed = [import_string(path) for path in settings.MIDDLEWARE]
+    for wanted in (
+        SecurityMiddleware,
+        XFrameOptionsMiddleware,
+        CsrfViewMiddleware,
+        AxesMiddleware,
+    ):
+        assert any(issubclass(cls, wanted) for cls in installed), wanted
