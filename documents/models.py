@@ -76,7 +76,7 @@ class Channel(models.Model):
         "number (a client may ask for up to MCP_MAX_RESULTS).",
     )
     # 20 rather than the RRF paper's 60: with two legs of ~100 candidates, a smaller
-    # k rewards agreement near the top (measured on SciFact: README, Performance).
+    # k rewards agreement near the top (measured on SciFact: docs/performance.md).
     retriever_rrf_k = models.PositiveIntegerField(
         "fusion constant (RRF k)",
         default=20,

@@ -1,4 +1,5 @@
-"""Background tasks, run by the database-backed worker (`manage.py db_worker`)."""
+"""Background tasks, run by the database-backed worker (`manage.py ingest_worker`,
+which is django-tasks-db's db_worker plus recovery)."""
 
 import logging
 

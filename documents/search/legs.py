@@ -31,13 +31,13 @@ EXACT_SCAN_MAX_CHUNKS = 5_000
 # A filter keeping under 1/SELECTIVE_SHARE of the channel's chunks is searched
 # from its documents (a semi-join), a broader one by an HNSW walk that checks
 # each row against a hashed list of the filter's documents; which way is faster
-# for which share was measured with benchmarks/scale.py (README, Performance).
+# for which share was measured with benchmarks/scale.py (docs/performance.md).
 SELECTIVE_SHARE = 100
 # The keyword leg fetches candidates through the GIN index for the rarest query
 # terms whose chunk frequencies add up to at most this; commoner terms still count
 # in every candidate's score but no longer add candidates (their IDF is small).
 # 500 scored as well on SciFact as larger budgets, for a fraction of the work
-# (benchmarks/langchain_pgvector.py; README, Performance).
+# (benchmarks/langchain_pgvector.py; docs/performance.md).
 KEYWORD_CANDIDATE_BUDGET = 500
 
 

@@ -1,8 +1,9 @@
 """JSON-RPC for MCP: era selection, the 2026-07-28 validation ladder, dispatch, errors.
 
-One stateless endpoint speaks both eras (see ../shared/MCP_PROTOCOL.md): the
-handshake era (2024-11-05 … 2025-11-25) and 2026-07-28, chosen per request from
-the `MCP-Protocol-Version` header and the body's `_meta`.
+One stateless endpoint speaks both eras (docs/mcp-clients.md, "What the endpoint
+speaks"; the versions are listed in eras.py): the handshake era (2024-11-05 …
+2025-11-25) and 2026-07-28, chosen per request from the `MCP-Protocol-Version`
+header and the body's `_meta`.
 """
 
 import logging

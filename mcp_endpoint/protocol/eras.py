@@ -74,7 +74,8 @@ def _param_matches(prop_type: Any, value: Any, rendered: str, decoded: str) -> b
 
 
 def check_param_headers(schema: dict, arguments: dict, headers: list[tuple[str, str]]):
-    """Raise HeaderMismatch unless every `Mcp-Param-*` header matches its argument."""
+    """Raise JsonRpcError(HEADER_MISMATCH) unless every `Mcp-Param-*` header
+    matches its argument."""
     for path, token, prop in _annotated_properties(schema):
         header = f"mcp-param-{token.lower()}"
         values = [v for k, v in headers if k == header]
