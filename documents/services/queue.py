@@ -30,11 +30,6 @@ def ingestion_task_rows(document_ids: list[int] | None = None):
     return rows
 
 
-def ingestion_in_flight(document_id: int) -> bool:
-    """True when an ingestion of the document is queued or running."""
-    return ingestion_task_rows([document_id]).exists()
-
-
 def enqueue_ingestion(document_id: int) -> bool:
     """Queue the document's ingestion unless one is queued or running already;
     True when a task was queued. Call it from transaction.on_commit."""
