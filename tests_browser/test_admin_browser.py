@@ -2,7 +2,7 @@
 fits the window (no horizontal scrolling, the page's nor a table's), loads
 without a failed request (a favicon 404, say) or a CSP violation, and is saved
 as a screenshot in test-artifacts/admin/ (two of them are in docs/, shown by
-the README). The channel form's field choices follow the field rows as they
+docs/admin.md). The channel form's field choices follow the field rows as they
 are typed."""
 
 from dataclasses import dataclass
