@@ -6,6 +6,7 @@ from datetime import datetime
 from django import forms
 from django.core.exceptions import ValidationError
 
+from documents.limits import max_length
 from documents.metadata import clean_metadata
 from documents.models import ApiKey, Channel, Document, MetadataField
 
@@ -147,7 +148,7 @@ class DocumentMetadataForm(MetadataInputsForm):
     """A document's title and metadata, filled in with its current values."""
 
     title = forms.CharField(
-        max_length=500,
+        max_length=max_length(Document, "title"),
         required=False,
         widget=forms.TextInput(attrs={"class": "vLargeTextField"}),
         help_text="Empty: the file's own title if it looks like one, else its first "

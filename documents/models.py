@@ -12,6 +12,7 @@ from django.utils import timezone
 from pgvector.django import HnswIndex, SparseVectorField, VectorField
 
 from documents.querysets import ChunkQuerySet, DocumentQuerySet
+from documents.tool_switches import ToolSwitch, switch_catalogue
 
 EMBEDDING_DIMENSIONS = 384
 # Every channel's MCP server answers at MCP_PATH_PREFIX + slug (mcp_endpoint.urls).
@@ -134,20 +135,13 @@ class Channel(models.Model):
         help_text="Most pages one get_pages call returns (never more than "
         "MCP_MAX_PAGES_PER_CALL).",
     )
-    tool_list_documents = models.BooleanField("list_documents", default=True)
-    tool_get_pages = models.BooleanField("get_pages", default=True)
-    tool_get_citation_url = models.BooleanField("get_citation_url", default=True)
-    tool_retrieve_text_chunks = models.BooleanField(
-        "retrieve_text_chunks", default=True
-    )
-    tool_rag_search = models.BooleanField("rag_search", default=True)
-    tool_submit_feedback = models.BooleanField("submit_feedback", default=True)
-    # `search` and `fetch`, the two tools deep-research clients call.
-    tool_research = models.BooleanField(
-        default=False,
-        verbose_name="search and fetch (deep research)",
-        help_text="Add the search and fetch tools that deep-research clients "
-        "expect (built on retrieve_text_chunks and get_pages).",
+    # {switch name: on}; a switch the channel never chose keeps its tool's
+    # default. The switches themselves come with the tools (switch_catalogue).
+    tool_switches = models.JSONField(
+        "tools",
+        default=dict,
+        blank=True,
+        help_text="The tools this channel's MCP server offers.",
     )
     # Whether the channel appears in the public discovery documents
     # (/.well-known/ai-catalog.json, its server card).
@@ -202,22 +196,19 @@ class Channel(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def tool_switched_on(self, switch: ToolSwitch) -> bool:
+        chosen = self.tool_switches if isinstance(self.tool_switches, dict) else {}
+        value = chosen.get(switch.name)
+        return value if isinstance(value, bool) else switch.default
+
     def enabled_tools(self) -> list[str]:
-        names = [
-            name
-            for name in (
-                "list_documents",
-                "get_pages",
-                "get_citation_url",
-                "retrieve_text_chunks",
-                "rag_search",
-                "submit_feedback",
-            )
-            if getattr(self, f"tool_{name}")
+        """Names of the registered tools this channel's switches leave on."""
+        return [
+            tool
+            for switch in switch_catalogue
+            if self.tool_switched_on(switch)
+            for tool in switch_catalogue.tools(switch)
         ]
-        if self.tool_research:
-            names += ["search", "fetch"]
-        return names
 
     def clean(self):
         if not isinstance(self.newest_sort, list) or not all(
@@ -237,6 +228,12 @@ class Channel(models.Model):
         ):
             raise ValidationError(
                 {"filterable_fields": 'Use a list of field names like ["year"].'}
+            )
+        if not isinstance(self.tool_switches, dict) or not all(
+            isinstance(on, bool) for on in self.tool_switches.values()
+        ):
+            raise ValidationError(
+                {"tool_switches": 'Use an object like {"rag_search": false}.'}
             )
         if self.generator_kind == self.GeneratorKind.CHAT:
             self._clean_chat_generator()

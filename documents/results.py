@@ -147,6 +147,12 @@ class DocumentPage(BaseModel):
     results: list[DocumentRow]
 
 
+class FeedbackReceipt(BaseModel):
+    """What storing a rating answers, over MCP and REST alike."""
+
+    feedback_id: int = Field(description="The stored rating's id.")
+
+
 def _inline(schema: Any, definitions: dict) -> Any:
     """`schema` with $refs replaced by their definitions and pydantic's titles
     dropped (models read names, not titles)."""

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db.models import Count, Q
 
 from documents.ingestion.embeddings import OnnxMiniLMEmbedder
+from documents.limits import MAX_DOCUMENT_IDS
 from documents.models import Channel, Chunk, Document, Page
 from mcp_endpoint.registry import (
     CallContext,
@@ -18,7 +19,6 @@ from mcp_endpoint.registry import (
 )
 
 DOCUMENT_IDS = re.compile(r"[1-9][0-9]*(?:,[1-9][0-9]*)*")
-MAX_DOCUMENT_IDS = 100
 
 
 def parse_document_ids(text: str) -> list[int]:

@@ -12,8 +12,9 @@ from django.conf import settings
 from django.core.signals import setting_changed
 
 from documents import filters, listing
+from documents.limits import MAX_DOCUMENT_IDS
 from documents.models import Channel
-from documents.results import Answer, ChunkList, output_schema
+from documents.results import Answer, ChunkList, FeedbackReceipt, output_schema
 
 METADATA_FILTER_DESCRIPTION = (
     "Optional conditions on document metadata (fields combine with AND); null for "
@@ -66,7 +67,7 @@ def document_ids_schema() -> dict:
                 "type": "array",
                 "items": {"type": "integer", "minimum": 1},
                 "minItems": 1,
-                "maxItems": 100,
+                "maxItems": MAX_DOCUMENT_IDS,
             },
             {"type": "null"},
         ],
@@ -114,8 +115,4 @@ CITATION_URLS_OUTPUT_SCHEMA = {
     "additionalProperties": {"type": "string", "format": "uri"},
 }
 
-FEEDBACK_OUTPUT_SCHEMA = {
-    "type": "object",
-    "properties": {"feedback_id": {"type": "integer"}},
-    "required": ["feedback_id"],
-}
+FEEDBACK_OUTPUT_SCHEMA = output_schema(FeedbackReceipt)

@@ -22,6 +22,7 @@ from documents.admin.widgets import (
 from documents.models import Channel, Chunk, Document, MetadataField
 from documents.services.channels import record_channel_change
 from documents.services.documents import delete_channel
+from documents.tool_switches import switch_catalogue
 
 
 class MetadataFieldFormSet(BaseInlineFormSet):
@@ -81,17 +82,11 @@ class ChannelForm(forms.ModelForm):
     class Meta:
         model = Channel
         exclude: list[str] = []  # the admin's fieldsets decide
-        # A switch per tool, labelled with the tool's name as MCP clients see it
-        # (its verbose name, not capitalised).
-        labels = {
-            field.name: field.verbose_name
-            for field in Channel._meta.fields
-            if field.name.startswith("tool_")
-        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._offer_own_fields()
+        self._offer_tool_switches()
         if "generator_endpoint" in self.fields:
             endpoints = sorted(settings.CHAT_MODEL_ENDPOINTS)
             self.fields["generator_endpoint"] = forms.ChoiceField(
@@ -103,6 +98,34 @@ class ChannelForm(forms.ModelForm):
                 else "None declared on this server: the operator sets "
                 "CHAT_MODEL_ENDPOINTS to offer chat models.",
             )
+
+    def _offer_tool_switches(self) -> None:
+        """One checkbox per switch the registered tools bring (switch_catalogue),
+        ticked as the channel has it."""
+        if "tool_switches" not in self.fields:
+            return
+        switches = list(switch_catalogue)
+        model_field = Channel._meta.get_field("tool_switches")
+        self.fields["tool_switches"] = forms.MultipleChoiceField(
+            choices=[(switch.name, switch.label) for switch in switches],
+            widget=forms.CheckboxSelectMultiple,
+            required=False,
+            label=capfirst(model_field.verbose_name),
+            help_text=model_field.help_text,
+        )
+        self.initial["tool_switches"] = [
+            switch.name for switch in switches if self.instance.tool_switched_on(switch)
+        ]
+
+    def clean_tool_switches(self) -> dict[str, bool]:
+        """The ticked names as {switch: on} for every offered switch; choices of
+        switches no tool offers now are kept as they were."""
+        ticked = set(self.cleaned_data["tool_switches"])
+        kept = self.instance.tool_switches
+        chosen = dict(kept) if isinstance(kept, dict) else {}
+        for switch in switch_catalogue:
+            chosen[switch.name] = switch.name in ticked
+        return chosen
 
     def _offer_own_fields(self) -> None:
         """newest_sort and filterable_fields choose among the channel's fields
@@ -190,20 +213,7 @@ class ChannelAdmin(RowPermissions, admin.ModelAdmin):
         (
             "Tools",
             {
-                "fields": [
-                    (
-                        "tool_list_documents",
-                        "tool_get_pages",
-                        "tool_get_citation_url",
-                    ),
-                    (
-                        "tool_retrieve_text_chunks",
-                        "tool_rag_search",
-                        "tool_submit_feedback",
-                    ),
-                    "tool_research",
-                ],
-                "description": "The tools this channel's MCP server offers.",
+                "fields": ["tool_switches"],
             },
         ),
         (

@@ -1,5 +1,7 @@
 """The REST routes: one router, mounted at /api/ by project.api."""
 
+from typing import Annotated
+
 from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
 from django.http import Http404, HttpRequest, HttpResponse
@@ -23,15 +25,14 @@ from documents.api.schemas import (
     DocumentListQuery,
     DocumentOut,
     FeedbackIn,
-    FeedbackOut,
     PageOut,
     SearchIn,
     responses,
 )
 from documents.filters import filter_schema
-from documents.limits import TooComplex, parse_json
+from documents.limits import TooComplex, max_length, parse_json
 from documents.models import Channel, Document, Page
-from documents.results import Answer, ChunkList, DocumentPage
+from documents.results import Answer, ChunkList, DocumentPage, FeedbackReceipt
 from documents.search.service import retrieve_passages
 from documents.services import documents as document_services
 from documents.services.feedback import submit_feedback
@@ -148,7 +149,7 @@ def upload_document(
     slug: str,
     file: File[UploadedFile],
     metadata: Form[str] = "",
-    title: Form[str] = "",
+    title: Annotated[str, Form(max_length=max_length(Document, "title"))] = "",
 ):
     """Upload a file (PDF, Word, PowerPoint, Excel, HTML, EPUB, Markdown, text
     or a PNG/JPEG/TIFF image) with its metadata (a JSON object); it is stored
@@ -318,7 +319,7 @@ def answer(request: HttpRequest, slug: str, body: AnswerIn):
 
 @router.post(
     "/channels/{slug}/feedback",
-    response=responses({201: FeedbackOut}),
+    response=responses({201: FeedbackReceipt}),
     tags=["feedback"],
 )
 def send_feedback(request: HttpRequest, slug: str, body: FeedbackIn):
@@ -332,4 +333,4 @@ def send_feedback(request: HttpRequest, slug: str, body: FeedbackIn):
         score=body.score,
         comment=body.comment,
     )
-    return Status(201, {"id": feedback.pk})
+    return Status(201, {"feedback_id": feedback.pk})

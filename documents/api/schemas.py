@@ -8,16 +8,22 @@ from typing import Annotated
 from ninja import Field, Schema
 from pydantic import AfterValidator
 
-from documents.limits import MAX_ID, MAX_OFFSET, check_depth, check_query
+from documents.limits import (
+    LIST_LIMIT_DEFAULT,
+    MAX_ID,
+    MAX_OFFSET,
+    DocumentIds,
+    FeedbackAnswer,
+    FeedbackComment,
+    FeedbackQuery,
+    Query,
+    Score,
+    check_depth,
+)
 
-# A query checked against QUERY_MAX_CHARS, a filter against JSON_MAX_DEPTH.
-Query = Annotated[str, Field(min_length=1), AfterValidator(check_query)]
+# A filter checked against JSON_MAX_DEPTH.
 Filter = Annotated[
     dict | None, AfterValidator(lambda value: check_depth(value, what="The filter"))
-]
-DocumentIds = Annotated[
-    list[Annotated[int, Field(ge=1, le=MAX_ID)]] | None,
-    Field(min_length=1, max_length=100),
 ]
 
 # Every operation documents these as problem details (see project.api).
@@ -77,7 +83,12 @@ class DocumentListQuery(Schema):
         None, description='JSON object, e.g. {"kind": "guide"}; see the channel.'
     )
     offset: int = Field(0, ge=0, le=MAX_OFFSET)
-    limit: int = Field(25, ge=1, le=MAX_ID, description="Capped at MCP_LIST_LIMIT_MAX.")
+    limit: int = Field(
+        LIST_LIMIT_DEFAULT,
+        ge=1,
+        le=MAX_ID,
+        description="Capped at MCP_LIST_LIMIT_MAX.",
+    )
     newest_first: bool = True
 
 
@@ -91,7 +102,7 @@ class PageOut(Schema):
 
 class SearchIn(Schema):
     query: Query
-    document_ids: DocumentIds = Field(
+    document_ids: DocumentIds | None = Field(
         None, description="Search only these documents; metadata_filter is ignored."
     )
     metadata_filter: Filter = None
@@ -102,19 +113,15 @@ class SearchIn(Schema):
 
 class AnswerIn(Schema):
     query: Query
-    document_ids: DocumentIds = None
+    document_ids: DocumentIds | None = None
     metadata_filter: Filter = None
 
 
 class FeedbackIn(Schema):
-    query: str = Field(min_length=1, max_length=20_000)
-    answer: str = Field(min_length=1, max_length=50_000)
-    score: int = Field(ge=1, le=5, description="1 (useless) to 5 (excellent).")
-    comment: str = Field("", max_length=5000)
-
-
-class FeedbackOut(Schema):
-    id: int
+    query: FeedbackQuery
+    answer: FeedbackAnswer
+    score: Score
+    comment: FeedbackComment = ""
 
 
 def responses(ok: dict) -> dict:

@@ -77,9 +77,9 @@ def markdown_title(text: str) -> str:
     """The first heading of a Markdown text (ATX `# x` or Setext `x\\n===`)."""
     setext = _SETEXT_TITLE.match(text)
     if setext:
-        return setext.group(1).strip()[:500]
+        return setext.group(1).strip()
     heading = _ANY_HEADING.search(text)
-    return heading.group(1).strip()[:500] if heading else ""
+    return heading.group(1).strip() if heading else ""
 
 
 def page_texts_of(

@@ -31,6 +31,7 @@ from documents.ingestion.parsed import ParsedDocument, UnreadableFile
 from documents.ingestion.parsers import parse_file
 from documents.ingestion.pipeline import ChunkStream, EmbeddingFailed
 from documents.ingestion.titles import file_title
+from documents.limits import clip
 from documents.metadata import clean_metadata
 from documents.models import Channel, Chunk, Document, Page
 from documents.search import indexing
@@ -135,10 +136,12 @@ def create_document(
 
     document = Document(
         channel=channel,
-        title=(title.strip() or _metadata_title(fields, cleaned) or file_title(name))[
-            :500
-        ],
-        original_filename=name[:255],
+        title=clip(
+            title.strip() or _metadata_title(fields, cleaned) or file_title(name),
+            Document,
+            "title",
+        ),
+        original_filename=clip(name, Document, "original_filename"),
         content_type=canonical_type,
         size=size,
         sha256=sha256_of(file),
@@ -205,11 +208,13 @@ def update_document(
     """
     fields = list(document.channel.metadata_fields.all())
     cleaned = clean_metadata(fields, metadata)
-    title = (
+    title = clip(
         title.strip()
         or _metadata_title(fields, cleaned)
-        or file_title(document.original_filename)
-    )[:500]
+        or file_title(document.original_filename),
+        Document,
+        "title",
+    )
     with transaction.atomic():
         Document.objects.filter(pk=document.pk).update(
             title=title, metadata=cleaned, updated_at=timezone.now()
@@ -355,7 +360,11 @@ def _metadata_title(fields, metadata: dict) -> str:
 
 
 def _automatic_titles(filename: str) -> set[str]:
-    return {"", filename[:500], file_title(filename)[:500]}
+    return {
+        "",
+        clip(filename, Document, "title"),
+        clip(file_title(filename), Document, "title"),
+    }
 
 
 def _start_processing(document_id: int) -> Document:
@@ -427,11 +436,13 @@ def _replace_content(
 
         # A title the administrator gave wins; one Quire made up is replaced.
         if document.title in _automatic_titles(document.original_filename):
-            document.title = (
+            document.title = clip(
                 _metadata_title(channel.metadata_fields.all(), document.metadata)
                 or parsed.title
-                or file_title(document.original_filename)
-            )[:500]
+                or file_title(document.original_filename),
+                Document,
+                "title",
+            )
         document.status = Status.READY
         document.status_reason = parsed.status_note()[:MAX_REASON_CHARS]
         document.has_text = parsed.has_text

@@ -65,8 +65,7 @@ def channel_form_data(**overrides) -> dict:
         "generator_timeout": "30",
         "mcp_instructions": "",
         "max_pages_per_call": "10",
-        "tool_list_documents": "on",
-        "tool_get_pages": "on",
+        "tool_switches": ["list_documents", "get_pages"],
         "metadata_fields-TOTAL_FORMS": "0",
         "metadata_fields-INITIAL_FORMS": "0",
         "metadata_fields-MIN_NUM_FORMS": "0",
@@ -97,7 +96,8 @@ def test_channel_is_created_with_its_metadata_fields_inline(admin_client):
     channel = Channel.objects.get(slug="handbook")
     fields = list(channel.metadata_fields.values_list("name", "type", "filterable"))
     assert fields == [("kind", "string", True), ("published", "date", False)]
-    assert channel.tool_list_documents and not channel.tool_rag_search
+    assert channel.tool_switches["list_documents"]
+    assert not channel.tool_switches["rag_search"]
 
 
 @pytest.mark.parametrize(
@@ -211,7 +211,7 @@ def test_channel_page_speaks_in_human_labels(admin_client, make_channel):
         "Page cap of get_pages",
         "Sent with chunks",
         "Delete?",
-        ">retrieve_text_chunks</label>",
+        " retrieve_text_chunks (Retrieve text passages)</label>",
     ):
         assert label in html, label
     for generated in ("Mcp instructions", "Retriever rrf k", "retrieve chunks"):

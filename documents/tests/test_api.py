@@ -229,8 +229,9 @@ def test_upload_of_a_file_already_in_the_channel_answers_with_it(
 
 
 def test_upload_rejects_bad_type_size_and_metadata(api, handbook, settings):
-    """Wrong types, files over UPLOAD_MAX_BYTES and bad metadata are 422 problems
-    naming the problem, and nothing is stored."""
+    """Wrong types, files over UPLOAD_MAX_BYTES, bad metadata and a title longer
+    than a document's title holds are 422 problems naming the problem, and
+    nothing is stored."""
     before = Document.objects.count()
     program = ContentFile(b"MZ\x90\x00")
     program.name = "tool.exe"
@@ -258,6 +259,14 @@ def test_upload_rejects_bad_type_size_and_metadata(api, handbook, settings):
     assert body["errors"]
     assert_problem(
         api.post("/api/channels/handbook/documents", {"file": text, "metadata": "[1]"}),
+        422,
+    )
+    longest = Document._meta.get_field("title").max_length
+    assert_problem(
+        api.post(
+            "/api/channels/handbook/documents",
+            {"file": text, "title": "t" * (longest + 1)},
+        ),
         422,
     )
     assert Document.objects.count() == before
@@ -346,7 +355,7 @@ def test_feedback_is_stored_for_the_channel(api, handbook, key):
         content_type="application/json",
     )
     assert response.status_code == 201
-    feedback = Feedback.objects.get(pk=response.json()["id"])
+    feedback = Feedback.objects.get(pk=response.json()["feedback_id"])
     assert feedback.channel == handbook and feedback.score == 4
     assert feedback.api_key == handbook.api_keys.get()
 

@@ -157,3 +157,29 @@ def test_create_api_key_refuses_unknown_channels(make_channel):
     with pytest.raises(CommandError, match="Unknown channel.*nope.*handbook"):
         run("create_api_key", "agent", "--channel", "nope")
     assert not ApiKey.objects.exists()
+
+
+def test_create_channel_takes_the_older_tool_options(db, tmp_path):
+    """A definition written when channels had a field per tool (tool_research,
+    tool_rag_search) still sets those switches."""
+    definition = tmp_path / "channel.json"
+    definition.write_text(
+        json.dumps(
+            {
+                "slug": "older",
+                "name": "Older",
+                "tool_research": True,
+                "tool_rag_search": False,
+                "tool_switches": {"get_pages": False},
+            }
+        )
+    )
+    run("create_channel", "--definition", str(definition))
+    channel = Channel.objects.get(slug="older")
+    assert channel.tool_switches == {
+        "get_pages": False,
+        "research": True,
+        "rag_search": False,
+    }
+    assert set(channel.enabled_tools()) >= {"search", "fetch", "list_documents"}
+    assert not {"rag_search", "get_pages"} & set(channel.enabled_tools())

@@ -18,6 +18,7 @@ from asgiref.sync import sync_to_async
 from django.core.signals import setting_changed
 
 from documents.models import Channel
+from documents.tool_switches import switch_catalogue
 from mcp_endpoint.registry.context import (
     LOG_LEVELS,
     CallContext,
@@ -78,17 +79,28 @@ class Registry:
         self._definitions: dict[tuple, dict[str, dict]] = {}
 
     def register(self, item: Any, *, channel_slugs: Iterable[str] | None = None):
-        """Serve `item` (an instance) in every channel, or only in `channel_slugs`."""
-        name = self._key(item)
-        self._entries = [e for e in self._entries if self._key(e.item) != name]
+        """Serve `item` (an instance) in every channel, or only in `channel_slugs`.
+
+        A tool's switch joins the channel form with it. A second item under a
+        name already registered is refused: replacing it silently would let
+        two modules fight over one tool name unnoticed.
+        """
+        key = self._key(item)
+        if any(self._key(e.item) == key for e in self._entries):
+            raise ValueError(f"A {key[0]} named {key[1]!r} is already registered.")
+        switch = item.switch() if isinstance(item, Tool) else None
+        if switch is not None:
+            switch_catalogue.offer(switch, tool=item.name)
         slugs = frozenset(channel_slugs) if channel_slugs is not None else None
         self._entries.append(_Entry(item, slugs))
         self.clear_definitions()
         return item
 
     def unregister(self, item: Any) -> None:
-        name = self._key(item)
-        self._entries = [e for e in self._entries if self._key(e.item) != name]
+        key = self._key(item)
+        self._entries = [e for e in self._entries if self._key(e.item) != key]
+        if isinstance(item, Tool):
+            switch_catalogue.withdraw(tool=item.name)
         self.clear_definitions()
 
     def clear_definitions(self, **kwargs: Any) -> None:

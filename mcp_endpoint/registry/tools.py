@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ValidationError
 
 from documents.models import Channel
+from documents.tool_switches import ToolSwitch
 from mcp_endpoint.registry.context import CallContext, ToolResult
 
 
@@ -68,8 +69,26 @@ class Tool:
     # model: they become isError results like ToolError.
     error_types: ClassVar[tuple[type[Exception], ...]] = ()
 
+    # The switch that offers the tool in a channel's admin form: by default its
+    # own, named and labelled after it; tools that only make sense together
+    # share one (`shared_switch`). Not `switchable`: served wherever it is
+    # registered (the test suite's conformance fixtures).
+    switchable: ClassVar[bool] = True
+    on_by_default: ClassVar[bool] = True
+    shared_switch: ClassVar[ToolSwitch | None] = None
+
+    def switch(self) -> ToolSwitch | None:
+        if not self.switchable:
+            return None
+        return self.shared_switch or ToolSwitch(
+            name=self.name,
+            label=f"{self.name} ({self.title})",
+            default=self.on_by_default,
+        )
+
     def enabled_for(self, channel: Channel) -> bool:
-        return self.name in channel.enabled_tools()
+        switch = self.switch()
+        return switch is None or channel.tool_switched_on(switch)
 
     def description(self, channel: Channel) -> str:
         return inspect.cleandoc(self.__doc__ or self.title)

@@ -93,9 +93,7 @@ class NoArgs(BaseModel):
 class FixtureTool(Tool):
     Args = NoArgs
     open_world = False
-
-    def enabled_for(self, channel) -> bool:
-        return True
+    switchable = False
 
 
 def fixture_tool(name: str, description: str, handler, **attributes) -> FixtureTool:
@@ -431,6 +429,8 @@ def fixtures() -> list[Any]:
 
 
 def register() -> None:
-    """Serve the fixtures in the conformance channel (idempotent)."""
+    """Serve the fixtures in the conformance channel (idempotent: a name
+    registered twice would be refused)."""
     for item in fixtures():
+        registry.unregister(item)
         registry.register(item, channel_slugs=[CONFORMANCE_SLUG])

@@ -82,8 +82,7 @@ def build_papers(make):
     channel = make(
         "papers",
         fields=[{"name": "journal", "type": "string", "filterable": True}],
-        tool_submit_feedback=False,
-        tool_rag_search=False,
+        tool_switches={"submit_feedback": False, "rag_search": False},
     )
     add_document(
         channel,

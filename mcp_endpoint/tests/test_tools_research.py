@@ -10,7 +10,7 @@ pytestmark = pytest.mark.django_db
 def switch(channel, on: bool) -> None:
     """As the admin saves it (which also moves the cached schemas along)."""
     channel.refresh_from_db()
-    channel.tool_research = on
+    channel.tool_switches = channel.tool_switches | {"research": on}
     channel.save()
 
 

@@ -3,7 +3,7 @@
 import base64
 import copy
 import json
-from typing import Annotated, Literal
+from typing import Literal
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -12,7 +12,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from documents import listing
 from documents.filters import FilterError
-from documents.limits import MAX_ID, MAX_OFFSET, MAX_PAGE
+from documents.limits import (
+    LIST_LIMIT_DEFAULT,
+    MAX_ID,
+    MAX_OFFSET,
+    MAX_PAGE,
+    DocumentId,
+    DocumentIds,
+)
 from documents.models import Channel, Document, Page
 from documents.results import citation_label
 from mcp_endpoint import schemas
@@ -53,7 +60,10 @@ class ListDocuments(Tool):
             0, ge=0, le=MAX_OFFSET, description="How many documents to skip."
         )
         limit: int = Field(
-            25, ge=1, le=MAX_ID, description="How many documents to return."
+            LIST_LIMIT_DEFAULT,
+            ge=1,
+            le=MAX_ID,
+            description="How many documents to return.",
         )
         newest_first: bool = Field(True)
 
@@ -215,7 +225,7 @@ class GetPages(Tool):
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
-        document_id: int = Field(ge=1, le=MAX_ID, description="The document's id.")
+        document_id: DocumentId = Field(description="The document's id.")
         page_start: int = Field(
             ge=1, le=MAX_PAGE, description="First page to return (1-based)."
         )
@@ -283,9 +293,7 @@ class GetCitationUrl(Tool):
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
-        document_ids: list[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(
-            min_length=1, max_length=100, description="Document ids to link to."
-        )
+        document_ids: DocumentIds = Field(description="Document ids to link to.")
         page_number: int | None = Field(
             None,
             ge=1,

@@ -5,6 +5,8 @@ import copy
 from asgiref.sync import sync_to_async
 from pydantic import BaseModel, ConfigDict, Field
 
+from documents.limits import FeedbackAnswer, FeedbackComment, FeedbackQuery, Score
+from documents.results import FeedbackReceipt
 from documents.services import feedback as services
 from mcp_endpoint import schemas
 from mcp_endpoint.registry import CallContext, Tool, ToolResult
@@ -27,14 +29,10 @@ class SubmitFeedback(Tool):
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
-        query: str = Field(
-            min_length=1, max_length=20_000, description="The question that was asked."
-        )
-        answer: str = Field(
-            min_length=1, max_length=50_000, description="The answer being rated."
-        )
-        score: int = Field(ge=1, le=5, description="1 (useless) to 5 (excellent).")
-        comment: str = Field("", max_length=5000, description="Optional remarks.")
+        query: FeedbackQuery = Field(description="The question that was asked.")
+        answer: FeedbackAnswer = Field(description="The answer being rated.")
+        score: Score
+        comment: FeedbackComment = Field("", description="Optional remarks.")
 
     def output_schema(self, channel) -> dict:
         return copy.deepcopy(schemas.FEEDBACK_OUTPUT_SCHEMA)
@@ -48,4 +46,4 @@ class SubmitFeedback(Tool):
             score=args.score,
             comment=args.comment,
         )
-        return json_result({"feedback_id": feedback.pk})
+        return json_result(FeedbackReceipt(feedback_id=feedback.pk).model_dump())

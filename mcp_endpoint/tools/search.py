@@ -1,15 +1,13 @@
 """Tools that search a channel: passages, and answers with citations."""
 
 import copy
-from typing import Annotated
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from documents import generation
 from documents.filters import FilterError
-from documents.limits import MAX_ID, check_query
+from documents.limits import MAX_ID, DocumentIds, Query
 from documents.models import Channel, Document
 from documents.search import service
 from mcp_endpoint import schemas
@@ -30,16 +28,9 @@ QUERY_DESCRIPTION = (
 
 class SearchArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    query: str = Field(min_length=1, description=QUERY_DESCRIPTION)
-    document_ids: list[Annotated[int, Field(ge=1, le=MAX_ID)]] | None = Field(
-        None, min_length=1, max_length=100
-    )
+    query: Query = Field(description=QUERY_DESCRIPTION)
+    document_ids: DocumentIds | None = None
     metadata_filter: dict | None = None
-
-    @field_validator("query")
-    @classmethod
-    def _short_enough(cls, query: str) -> str:
-        return check_query(query)
 
 
 class SearchTool(Tool):
@@ -51,7 +42,6 @@ class SearchTool(Tool):
 
     def input_schema(self, channel: Channel) -> dict:
         schema = super().input_schema(channel)
-        schema["properties"]["query"]["maxLength"] = settings.QUERY_MAX_CHARS
         schema["properties"]["document_ids"] = schemas.document_ids_schema()
         filter_schema = schemas.metadata_filter_schema(channel)
         filter_schema["description"] += " Ignored when document_ids is set."

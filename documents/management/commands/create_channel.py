@@ -15,7 +15,8 @@ FIELD_FLAGS = {
     "sent_with_chunks": "sent_with_chunks",
 }
 # Older names of the same flags: `retrieve` (this command's, before), and the
-# reference's attribute name, in definitions.
+# reference's attribute name, in definitions. A definition's older
+# `tool_<switch>: true|false` options become entries of `tool_switches`.
 FLAG_ALIASES = {
     "retrieve": "sent_with_chunks",
     "enable_in_mcp_retrieve_chunks": "sent_with_chunks",
@@ -47,6 +48,20 @@ def parse_field(spec: str) -> dict:
             )
         field[FIELD_FLAGS[flag]] = True
     return field
+
+
+def gather_tool_switches(spec: dict) -> dict:
+    """A definition's older `tool_<switch>` options as `tool_switches` entries
+    (channels had a field per tool before tools brought their switch)."""
+    older = [key for key in spec if key.startswith("tool_") and key != "tool_switches"]
+    if not older:
+        return spec
+    chosen = spec.get("tool_switches", {})
+    if not isinstance(chosen, dict):
+        raise CommandError('tool_switches: use an object like {"rag_search": false}.')
+    switches = {key.removeprefix("tool_"): spec[key] for key in older}
+    rest = {key: value for key, value in spec.items() if key not in older}
+    return rest | {"tool_switches": chosen | switches}
 
 
 def parse_sort(spec: str) -> dict:
@@ -107,6 +122,7 @@ class Command(BaseCommand):
                 else field
                 for field in spec.get("fields", [])
             ]
+            spec = gather_tool_switches(spec)
             if slug:
                 spec["slug"] = slug
         elif slug:
