@@ -19,3 +19,17 @@ def reader(channels):
     user = User.objects.create_user("rita", password="pw")  # not staff
     channels[0].readers.add(user)
     return user
+
+
+@pytest.fixture
+def fetcher(settings):
+    """Client ID Metadata Documents served by test_cimd.DocumentFetcher."""
+    settings.OAUTH2_PROVIDER = {
+        **settings.OAUTH2_PROVIDER,
+        "CIMD_METADATA_FETCHER": "signin.tests.test_cimd.DocumentFetcher",
+    }
+    from oauth2_provider.settings import oauth2_settings
+
+    oauth2_settings.reload()
+    yield
+    oauth2_settings.reload()
