@@ -52,9 +52,23 @@ def redirect_uris_problem(uris: list[str]) -> str:
     return ""
 
 
+def has_nul(value) -> bool:
+    """True when a NUL character hides anywhere in `value` (PostgreSQL refuses
+    them in text, so the library's lookups would fail with a 500)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(has_nul(k) or has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(has_nul(item) for item in value)
+    return False
+
+
 def metadata_problem(data: dict) -> tuple[str, str]:
     """The RFC 7591 error and description for client metadata Quire refuses,
     or ("", "") when it's acceptable; the library checks the rest."""
+    if has_nul(data):
+        return "invalid_client_metadata", "Client metadata can't contain NUL."
     grant_types = data.get("grant_types", ["authorization_code"])
     if isinstance(grant_types, list):
         other = [g for g in grant_types if g not in GRANT_TYPES]

@@ -29,7 +29,7 @@ oauth_patterns = [
     ),
     path("oauth/authorize/", views.ConsentView.as_view(), name="authorize"),
     path("oauth/token/", views.QuireTokenView.as_view(), name="token"),
-    path("oauth/revoke/", oauth_views.RevokeTokenView.as_view(), name="revoke-token"),
+    path("oauth/revoke/", views.QuireRevokeTokenView.as_view(), name="revoke-token"),
     path("oauth/register/", views.RegistrationView.as_view(), name="dcr-register"),
     path(
         "oauth/register/<str:client_id>/",

@@ -16,7 +16,7 @@ from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider.models import get_access_token_model, get_application_model
 from oauth2_provider.settings import oauth2_settings
-from oauth2_provider.views import AuthorizationView, TokenView
+from oauth2_provider.views import AuthorizationView, RevokeTokenView, TokenView
 from oauth2_provider.views.dynamic_client_registration import (
     DynamicClientRegistrationView,
 )
@@ -24,7 +24,7 @@ from oauth2_provider.views.dynamic_client_registration import (
 from documents.access import Actor, audit, client_address
 from documents.access.windows import count_registration
 from signin import consent, issuance
-from signin.oauth import LOOPBACK_HOSTS, client_problem, metadata_problem
+from signin.oauth import LOOPBACK_HOSTS, client_problem, has_nul, metadata_problem
 from signin.targets import requested_target
 
 
@@ -63,7 +63,21 @@ def _origin(uri: str) -> str:
     return f"{parts.scheme}:"
 
 
-class ConsentView(AuthorizationView):
+class RefuseNul:
+    """OAuth endpoints answer a parameter holding NUL with invalid_request:
+    no client id, code or token contains one, and the database can't look one
+    up."""
+
+    def dispatch(self, request, *args, **kwargs):
+        for params in (request.GET, request.POST):
+            if any(has_nul([key, *values]) for key, values in params.lists()):
+                return _oauth_error(
+                    "invalid_request", "Parameters can't contain NUL characters."
+                )
+        return super().dispatch(request, *args, **kwargs)
+
+
+class ConsentView(RefuseNul, AuthorizationView):
     """OAuth's authorization endpoint with Quire's checks: the request names one
     of this server's channels (RFC 8707 resource), the signed-in person may grant
     the scopes asked for, and the page says who asks, for what, and where the
@@ -112,7 +126,7 @@ class ConsentView(AuthorizationView):
         client_id = request.POST.get("client_id") or ""
         self.application = (
             get_application_model().objects.filter(client_id=client_id).first()
-            if "\x00" not in client_id
+            if not has_nul(client_id)
             else None
         )
         if self.application is None or client_problem(self.application):
@@ -256,7 +270,7 @@ class ClientManagementView(View):
 
 
 @method_decorator(csrf_exempt, name="dispatch")
-class QuireTokenView(TokenView):
+class QuireTokenView(RefuseNul, TokenView):
     """The token endpoint for the grant types Quire serves, recording what it
     issues and revoking what a replayed code produced (signin.issuance)."""
 
@@ -271,6 +285,11 @@ class QuireTokenView(TokenView):
         if response.status_code == 400:
             issuance.exchange_refused(request)
         return response
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class QuireRevokeTokenView(RefuseNul, RevokeTokenView):
+    """RFC 7009 revocation, with the NUL guard of the other endpoints."""
 
 
 def about(request: HttpRequest) -> HttpResponse:
