@@ -13,6 +13,8 @@ from django.utils import timezone
 from oauth2_provider.models import get_refresh_token_model
 
 from documents.access import Actor, audit, client_address
+from documents.access.tokens import canonical_resource
+from documents.models import SignInGrant
 from signin.models import SpentCode
 from signin.oauth import GRANT_TYPES
 
@@ -54,9 +56,21 @@ def token_issued(request: HttpRequest, token) -> None:
             )
             keep = datetime.timedelta(days=settings.OAUTH_REFRESH_TOKEN_DAYS)
             SpentCode.objects.filter(spent_at__lt=timezone.now() - keep).delete()
+        grant = (
+            SignInGrant.objects.select_related("channel")
+            .filter(
+                user=token.user,
+                application=token.application,
+                resource__in=[canonical_resource(r) for r in token.resource or []],
+                revoked_at__isnull=True,
+            )
+            .first()
+        )
         audit.record(
             audit.Action.TOKEN_ISSUE,
             actor=_actor(request, token),
+            channel=grant.channel if grant is not None else None,
+            target=grant,
             detail=f"{grant_type}; scopes: {token.scope}; "
             f"resource: {' '.join(token.resource or [])}",
         )

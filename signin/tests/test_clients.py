@@ -250,6 +250,7 @@ def test_a_replayed_code_revokes_the_tokens_it_produced(client, reader):
         "refresh_token",
     ]
     assert issued[0].client_address == "10.5.5.5" and issued[0].user == reader
+    assert [e.channel_slug for e in issued] == ["demo", "demo"]
     reuse = AuditEvent.objects.filter(action="token.reuse").order_by("at", "id")
     assert [e.outcome for e in reuse] == ["refused", "refused"]
     assert "code was used twice" in reuse[0].detail
