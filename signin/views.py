@@ -81,11 +81,12 @@ class ConsentView(RefuseNul, AuthorizationView):
     """OAuth's authorization endpoint with Quire's checks: the request names one
     of this server's channels (RFC 8707 resource), the signed-in person may grant
     the scopes asked for, and the page says who asks, for what, and where the
-    browser goes afterwards."""
+    browser goes afterwards. Only the page's answer issues a code
+    (signin.consent)."""
 
     template_name = "signin/consent.html"
 
-    def _refused(self, target) -> HttpResponse:
+    def _refused(self, target, status: int = 403) -> HttpResponse:
         return TemplateResponse(
             self.request,
             "signin/refused.html",
@@ -94,7 +95,7 @@ class ConsentView(RefuseNul, AuthorizationView):
                 "title": "Access not granted",
                 "target": target,
             },
-            status=403,
+            status=status,
         )
 
     def get(self, request, *args, **kwargs):
@@ -123,25 +124,15 @@ class ConsentView(RefuseNul, AuthorizationView):
         )
         if self.target.problem:
             return self._refused(self.target)
-        client_id = request.POST.get("client_id") or ""
         self.application = (
-            get_application_model().objects.filter(client_id=client_id).first()
-            if not has_nul(client_id)
-            else None
+            get_application_model()
+            .objects.filter(client_id=request.POST.get("client_id") or "")
+            .first()
         )
         if self.application is None or client_problem(self.application):
-            return TemplateResponse(
-                request,
-                "signin/refused.html",
-                {
-                    **_admin_context(request),
-                    "title": "Access not granted",
-                    "target": replace(
-                        self.target,
-                        problem="This sign-in names a client Quire doesn't know; "
-                        "start again from the client.",
-                    ),
-                },
+            unknown = "This sign-in names a client Quire doesn't know; start again "
+            return self._refused(
+                replace(self.target, problem=unknown + "from the client."),
                 status=400,
             )
         return super().post(request, *args, **kwargs)

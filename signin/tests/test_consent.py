@@ -197,7 +197,7 @@ def test_error_redirects_carry_iss(client, channels, reader):
     assert query["error"] == ["login_required"] and query["iss"] == [BASE]
 
 
-@pytest.mark.parametrize("client_id", ["no-such-client", "", "a\x00b"])
+@pytest.mark.parametrize("client_id", ["no-such-client", ""])
 def test_a_consent_answer_for_an_unknown_client_is_a_clear_400(
     client, channels, reader, client_id
 ):
