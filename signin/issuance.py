@@ -51,9 +51,13 @@ def token_issued(request: HttpRequest, token) -> None:
                 .values_list("token_family", flat=True)
                 .first()
             )
-            SpentCode.objects.create(
-                code_digest=_digest(request.POST.get("code", "")), token_family=family
+            spent, created = SpentCode.objects.get_or_create(
+                code_digest=_digest(request.POST.get("code", "")),
+                defaults={"token_family": family},
             )
+            if not created:  # two exchanges of one code raced and both won
+                get_refresh_token_model().revoke_family(spent.token_family)
+                get_refresh_token_model().revoke_family(family)
             keep = datetime.timedelta(days=settings.OAUTH_REFRESH_TOKEN_DAYS)
             SpentCode.objects.filter(spent_at__lt=timezone.now() - keep).delete()
         grant = (

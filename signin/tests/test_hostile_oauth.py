@@ -80,6 +80,12 @@ HOSTILE_SETTINGS = hypothesis_settings(
 )
 
 
+def clients_for(clients, path: str):
+    """Both clients where being signed in changes the path's answer (the
+    authorization endpoint), the anonymous one elsewhere."""
+    return clients if path == "/oauth/authorize/" else clients[:1]
+
+
 def no_5xx(response, what) -> None:
     assert response.status_code < 500, (what, response.status_code, response.content)
 
@@ -96,7 +102,7 @@ def clients(channels, reader):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_malformed_bodies_get_no_5xx(clients, path):
-    for client in clients:
+    for client in clients_for(clients, path):
         for body in NASTY_JSON:
             for content_type in ("application/json", "text/plain"):
                 for method in ("POST", "PUT"):
@@ -113,7 +119,7 @@ def test_malformed_bodies_get_no_5xx(clients, path):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_unknown_hosts_get_no_5xx(clients, path):
-    for client in clients:
+    for client in clients_for(clients, path):
         for host in ("evil.example", "a" * 300, "[::1", "127.0.0.1:99999", "\x00"):
             response = client.post(
                 path,
