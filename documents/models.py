@@ -631,6 +631,11 @@ class AuditEvent(models.Model):
         GRANT_REVOKE = "grant.revoke", "Sign-in grant revoked"
         AUTH_REFUSED = "auth.refused", "Authentication refused"
         AUTH_THROTTLED = "auth.throttled", "Client throttled after failures"
+        CLIENT_REGISTER = "client.register", "OAuth client registered"
+        TOKEN_ISSUE = "token.issue", "Sign-in token issued"
+        TOKEN_REUSE = "token.reuse", "Used code or refresh token replayed"
+        CONSENT_REFUSE = "consent.refuse", "Sign-in refused on the consent page"
+        LOGIN_FAILED = "login.failed", "Wrong password"
 
     class Outcome(models.TextChoices):
         OK = "ok", "Done"

@@ -362,7 +362,8 @@ OAUTH2_PROVIDER = {
         "client_secret_basic",
     ],
     # Dynamic Client Registration (RFC 7591), open like the MCP clients expect,
-    # throttled per address and checked for redirect URIs (signin.views).
+    # throttled per address and checked for grant types and redirect URIs
+    # (signin.oauth); client management (RFC 7592) is off (signin.views).
     "DCR_ENABLED": True,
     "DCR_REGISTRATION_PERMISSION_CLASSES": (
         "oauth2_provider.dcr.AllowAllDCRPermission",
@@ -370,6 +371,9 @@ OAUTH2_PROVIDER = {
     # Client ID Metadata Documents: fetched over https from public addresses only
     # (the library's hardened fetcher), so no client can aim it at internal hosts.
     "CIMD_ENABLED": True,
+    # Quire's client rules (code flow, https or loopback redirects) on every
+    # client the library loads, however it was registered.
+    "OAUTH2_VALIDATOR_CLASS": "signin.oauth.QuireValidator",
 }
 # Registrations (DCR) per client address per hour.
 OAUTH_REGISTRATIONS_PER_HOUR = env_int("OAUTH_REGISTRATIONS_PER_HOUR", 30, minimum=1)

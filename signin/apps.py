@@ -7,3 +7,6 @@ class SigninConfig(AppConfig):
 
     name = "signin"
     verbose_name = "Sign-in"
+
+    def ready(self) -> None:
+        from signin import signals  # noqa: F401  (connects the receivers)

@@ -28,12 +28,12 @@ oauth_patterns = [
         name="oauth-server-metadata",
     ),
     path("oauth/authorize/", views.ConsentView.as_view(), name="authorize"),
-    path("oauth/token/", oauth_views.TokenView.as_view(), name="token"),
-    path("oauth/revoke/", oauth_views.RevokeTokenView.as_view(), name="revoke-token"),
+    path("oauth/token/", views.QuireTokenView.as_view(), name="token"),
+    path("oauth/revoke/", views.QuireRevokeTokenView.as_view(), name="revoke-token"),
     path("oauth/register/", views.RegistrationView.as_view(), name="dcr-register"),
     path(
         "oauth/register/<str:client_id>/",
-        oauth_views.DynamicClientRegistrationManagementView.as_view(),
+        views.ClientManagementView.as_view(),
         name="dcr-register-management",
     ),
 ]

@@ -1,6 +1,7 @@
 """The sign-in pages: signing in with a Quire account, and the consent page that
 names the client, the channel and the scope before any token is issued."""
 
+import json
 from dataclasses import replace
 from urllib.parse import urlsplit
 
@@ -11,18 +12,20 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 from django.utils.csp import CSP
 from django.utils.decorators import method_decorator
+from django.views import View
 from django.views.decorators.csrf import csrf_exempt
-from oauth2_provider.views import AuthorizationView
+from oauth2_provider.models import get_access_token_model, get_application_model
+from oauth2_provider.settings import oauth2_settings
+from oauth2_provider.views import AuthorizationView, RevokeTokenView, TokenView
 from oauth2_provider.views.dynamic_client_registration import (
     DynamicClientRegistrationView,
 )
 
-from documents.access import client_address
+from documents.access import Actor, audit, client_address
 from documents.access.windows import count_registration
-from documents.services.grants import record_sign_in_grant
+from signin import consent, issuance
+from signin.oauth import LOOPBACK_HOSTS, client_problem, has_nul, metadata_problem
 from signin.targets import requested_target
-
-LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
 
 
 class SignInView(LoginView):
@@ -30,6 +33,9 @@ class SignInView(LoginView):
 
     template_name = "signin/login.html"
     redirect_authenticated_user = True
+    # Without `next` (someone opening the page directly): the home page, which
+    # lists the channels the person can use.
+    next_page = "home"
 
     def get_context_data(self, **kwargs):
         return {
@@ -57,15 +63,30 @@ def _origin(uri: str) -> str:
     return f"{parts.scheme}:"
 
 
-class ConsentView(AuthorizationView):
+class RefuseNul:
+    """OAuth endpoints answer a parameter holding NUL with invalid_request:
+    no client id, code or token contains one, and the database can't look one
+    up."""
+
+    def dispatch(self, request, *args, **kwargs):
+        for params in (request.GET, request.POST):
+            if any(has_nul([key, *values]) for key, values in params.lists()):
+                return _oauth_error(
+                    "invalid_request", "Parameters can't contain NUL characters."
+                )
+        return super().dispatch(request, *args, **kwargs)
+
+
+class ConsentView(RefuseNul, AuthorizationView):
     """OAuth's authorization endpoint with Quire's checks: the request names one
     of this server's channels (RFC 8707 resource), the signed-in person may grant
     the scopes asked for, and the page says who asks, for what, and where the
-    browser goes afterwards."""
+    browser goes afterwards. Only the page's answer issues a code
+    (signin.consent)."""
 
     template_name = "signin/consent.html"
 
-    def _refused(self, target) -> HttpResponse:
+    def _refused(self, target, status: int = 403) -> HttpResponse:
         return TemplateResponse(
             self.request,
             "signin/refused.html",
@@ -74,7 +95,7 @@ class ConsentView(AuthorizationView):
                 "title": "Access not granted",
                 "target": target,
             },
-            status=403,
+            status=status,
         )
 
     def get(self, request, *args, **kwargs):
@@ -90,7 +111,10 @@ class ConsentView(AuthorizationView):
             )
         if self.target.problem:
             return self._refused(self.target)
-        return super().get(request, *args, **kwargs)
+        try:
+            return super().get(request, *args, **kwargs)
+        except consent.ConsentFirst:
+            return self.render_to_response(self.get_context_data(**self.oauth2_data))
 
     def post(self, request, *args, **kwargs):
         self.target = requested_target(
@@ -100,7 +124,43 @@ class ConsentView(AuthorizationView):
         )
         if self.target.problem:
             return self._refused(self.target)
+        self.application = (
+            get_application_model()
+            .objects.filter(client_id=request.POST.get("client_id") or "")
+            .first()
+        )
+        if self.application is None or client_problem(self.application):
+            unknown = "This sign-in names a client Quire doesn't know; start again "
+            return self._refused(
+                replace(self.target, problem=unknown + "from the client."),
+                status=400,
+            )
         return super().post(request, *args, **kwargs)
+
+    def create_authorization_response(self, request, scopes, credentials, allow):
+        """Issue the code only as the consent page's answer, and record the grant
+        only once the library has issued it (signin.consent)."""
+        consent.require_consent(request)
+        if not allow:
+            consent.refused(
+                request, application=self.application, channel=self.target.channel
+            )
+        answer = super().create_authorization_response(
+            request, scopes, credentials, allow
+        )
+        consent.consented(
+            request,
+            application=self.application,
+            channel=self.target.channel,
+            resource=self.target.resource,
+            scopes=self.target.scopes,
+        )
+        return answer
+
+    def redirect(self, redirect_to, application):
+        return super().redirect(
+            consent.with_issuer(redirect_to, self.request), application
+        )
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -128,70 +188,99 @@ class ConsentView(AuthorizationView):
             }
         return response
 
-    def form_valid(self, form):
-        response = super().form_valid(form)
-        if form.cleaned_data.get("allow"):
-            record_sign_in_grant(
-                user=self.request.user,
-                application=self._application(form),
-                channel=self.target.channel,
-                resource=self.target.resource,
-                scopes=self.target.scopes,
-            )
-        return response
 
-    @staticmethod
-    def _application(form):
-        from oauth2_provider.models import get_application_model
-
-        return get_application_model().objects.get(
-            client_id=form.cleaned_data["client_id"]
-        )
+def _oauth_error(error: str, description: str, status: int = 400) -> JsonResponse:
+    return JsonResponse(
+        {"error": error, "error_description": description}, status=status
+    )
 
 
 @method_decorator(csrf_exempt, name="dispatch")
 class RegistrationView(DynamicClientRegistrationView):
     """RFC 7591 registration, open to anyone as MCP clients expect, but at most
-    OAUTH_REGISTRATIONS_PER_HOUR per client address, and with redirect URIs that
-    are https or on this machine's loopback (RFC 8252)."""
+    OAUTH_REGISTRATIONS_PER_HOUR per client address, for the code flow only, and
+    with redirect URIs that are https or on this machine's loopback (RFC 8252).
+
+    Client management (RFC 7592) is off, so the answer carries no registration
+    access token: a registered client can't be renamed or redirected elsewhere
+    after people have consented to it."""
 
     def post(self, request, *args, **kwargs):
         if count_registration(client_address(request)) is not None:
-            return JsonResponse(
-                {
-                    "error": "invalid_request",
-                    "error_description": "Too many registrations from this "
-                    "address; try again later.",
-                },
+            return _oauth_error(
+                "invalid_request",
+                "Too many registrations from this address; try again later.",
                 status=429,
             )
-        problem = self._redirect_problem(request.body)
-        if problem:
-            return JsonResponse(
-                {"error": "invalid_redirect_uri", "error_description": problem},
-                status=400,
-            )
-        return super().post(request, *args, **kwargs)
-
-    @staticmethod
-    def _redirect_problem(body: bytes) -> str:
-        import json
-
         try:
-            data = json.loads(body)
+            data = json.loads(request.body)
         except (ValueError, RecursionError):
-            return ""  # the library answers invalid_client_metadata
-        uris = data.get("redirect_uris") if isinstance(data, dict) else None
-        for uri in uris if isinstance(uris, list) else []:
-            if not isinstance(uri, str):
-                continue
-            parts = urlsplit(uri)
-            if parts.scheme == "http" and (parts.hostname or "") not in LOOPBACK_HOSTS:
-                return (
-                    f"{uri}: a redirect URI must use https, or http on the "
-                    "loopback interface (127.0.0.1, localhost)."
-                )
-        return ""
+            return _oauth_error(
+                "invalid_client_metadata", "Request body must be valid JSON"
+            )
+        if not isinstance(data, dict):
+            return _oauth_error(
+                "invalid_client_metadata", "Request body must be a JSON object"
+            )
+        error, description = metadata_problem(data)
+        if error:
+            return _oauth_error(error, description)
+        response = super().post(request, *args, **kwargs)
+        if response.status_code != 201:
+            return response
+        answer = json.loads(response.content)
+        answer.pop("registration_access_token", None)
+        answer.pop("registration_client_uri", None)
+        application = get_application_model().objects.get(client_id=answer["client_id"])
+        get_access_token_model().objects.filter(
+            application=application, scope=oauth2_settings.DCR_REGISTRATION_SCOPE
+        ).delete()
+        audit.record(
+            audit.Action.CLIENT_REGISTER,
+            actor=Actor(
+                via="signin", client=application.name, address=client_address(request)
+            ),
+            target=application,
+            detail=f"Redirect URIs: {application.redirect_uris}",
+        )
+        return JsonResponse(answer, status=201)
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class ClientManagementView(View):
+    """Where RFC 7592 client management would be: turned off (see
+    RegistrationView), for every method."""
+
+    def dispatch(self, request, *args, **kwargs):
+        return _oauth_error(
+            "not_found",
+            "Quire does not support client management (RFC 7592); register a new "
+            "client instead.",
+            status=404,
+        )
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class QuireTokenView(RefuseNul, TokenView):
+    """The token endpoint for the grant types Quire serves, recording what it
+    issues and revoking what a replayed code produced (signin.issuance)."""
+
+    def post(self, request, *args, **kwargs):
+        grant_type = request.POST.get("grant_type", "")
+        if issuance.grant_type_refused(grant_type):
+            return _oauth_error(
+                "unsupported_grant_type",
+                "Quire serves the authorization_code and refresh_token grants only.",
+            )
+        response = super().post(request, *args, **kwargs)
+        if response.status_code == 400:
+            issuance.exchange_refused(request)
+        return response
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class QuireRevokeTokenView(RefuseNul, RevokeTokenView):
+    """RFC 7009 revocation, with the NUL guard of the other endpoints."""
 
 
 def about(request: HttpRequest) -> HttpResponse:

@@ -290,3 +290,166 @@ def test_the_authorization_server_passes_the_conformance_scenarios(site, tmp_pat
             checks,
         )
     assert seen["returncode"] == 0, seen["output"]
+
+
+ALPHA = "signin-alpha"
+
+
+@pytest.fixture(scope="module")
+def alpha(site, django_db_blocker):
+    """A second channel, committed so the live server sees it; the client
+    registered in the test and everything under it go with it."""
+    from oauth2_provider.models import get_application_model
+
+    from documents.models import Channel
+    from documents.services.channels import create_channel
+
+    with django_db_blocker.unblock():
+        create_channel(slug=ALPHA, name="Alpha (sign-in test)")
+    yield ALPHA
+    with django_db_blocker.unblock():
+        Channel.objects.filter(slug=ALPHA).delete()
+        get_application_model().objects.filter(name="Consent test client").delete()
+
+
+def pkce_pair() -> tuple[str, str]:
+    import base64
+    import hashlib
+    import secrets
+
+    verifier = secrets.token_urlsafe(48)
+    digest = hashlib.sha256(verifier.encode()).digest()
+    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+async def consent_flow(site, alpha: str, seen: dict) -> None:
+    """Issue 19's High finding, as observed: the admin approves client C for
+    write on alpha and read on the demo channel, then C asks for `read write`
+    on the demo channel with approval_prompt=auto (and prompt=none)."""
+    port = free_port()
+    callback_url = f"http://127.0.0.1:{port}/callback"
+    async with httpx2.AsyncClient(base_url=site.base_url, timeout=30) as http:
+        registered = await http.post(
+            "/oauth/register/",
+            json={
+                "client_name": "Consent test client",
+                "redirect_uris": [callback_url],
+                "grant_types": ["authorization_code", "refresh_token"],
+                "response_types": ["code"],
+                "token_endpoint_auth_method": "none",
+            },
+        )
+        assert registered.status_code == 201, registered.text
+        client_id = registered.json()["client_id"]
+
+        def authorize_url(slug: str, scope: str, challenge: str, **extra) -> str:
+            params = {
+                "response_type": "code",
+                "client_id": client_id,
+                "redirect_uri": callback_url,
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "state": slug,
+                "scope": scope,
+                "resource": f"{site.base_url}/mcp/{slug}",
+                **extra,
+            }
+            return str(httpx2.URL(f"{site.base_url}/oauth/authorize/", params=params))
+
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch(
+                executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
+            )
+            page = await browser.new_page()
+            callbacks: list[str] = []
+
+            async def capture(route):
+                callbacks.append(route.request.url)
+                await route.fulfill(body="You can close this window.")
+
+            await page.route(f"{callback_url}*", capture)
+
+            async def approve(slug: str, scope: str) -> dict:
+                verifier, challenge = pkce_pair()
+                await page.goto(authorize_url(slug, scope, challenge))
+                if await page.query_selector("#id_username"):
+                    await page.fill("#id_username", site.username)
+                    await page.fill("#id_password", site.password)
+                    await page.click("input[type=submit]")
+                await page.wait_for_selector("#authorizationForm")
+                before = len(callbacks)
+                await page.click("input[name=allow]")
+                await page.wait_for_function(
+                    "() => document.body.innerText.includes('close this window')"
+                )
+                assert len(callbacks) == before + 1
+                code = httpx2.URL(callbacks[-1]).params["code"]
+                tokens = await http.post(
+                    "/oauth/token/",
+                    data={
+                        "grant_type": "authorization_code",
+                        "code": code,
+                        "redirect_uri": callback_url,
+                        "client_id": client_id,
+                        "code_verifier": verifier,
+                        "resource": f"{site.base_url}/mcp/{slug}",
+                    },
+                )
+                assert tokens.status_code == 200, tokens.text
+                return tokens.json()
+
+            seen["alpha"] = await approve(alpha, "read write")
+            seen["demo"] = await approve(site.slug, "read")
+
+            seen["bypass"] = []
+            for extra in ({"approval_prompt": "auto"}, {"prompt": "none"}):
+                before = len(callbacks)
+                _, challenge = pkce_pair()
+                await page.goto(
+                    authorize_url(site.slug, "read write", challenge, **extra)
+                )
+                await page.wait_for_load_state("load")
+                seen["bypass"].append(
+                    (
+                        extra,
+                        await page.query_selector("#authorizationForm") is not None,
+                        len(callbacks) - before,
+                        page.url.startswith(f"{site.base_url}/oauth/authorize/"),
+                    )
+                )
+            await page.screenshot(path="test-artifacts/signin-auto-consent.png")
+            await browser.close()
+
+        write = await http.post(
+            f"/api/channels/{site.slug}/documents",
+            headers={"Authorization": f"Bearer {seen['demo']['access_token']}"},
+            files={"file": ("x.txt", b"not allowed", "text/plain")},
+        )
+        seen["write"] = (write.status_code, write.headers.get("www-authenticate"))
+        read = await http.get(
+            f"/api/channels/{site.slug}/documents",
+            headers={"Authorization": f"Bearer {seen['demo']['access_token']}"},
+        )
+        seen["read"] = read.status_code
+
+
+def test_approval_prompt_auto_gets_the_consent_page_not_a_code(site, alpha):
+    from documents.models import SignInGrant
+
+    seen: dict = {}
+    asyncio.run(consent_flow(site, alpha, seen))
+    assert set(seen["alpha"]["scope"].split()) == {"read", "write"}
+    assert seen["demo"]["scope"] == "read"
+    for extra, consent_page, codes, still_here in seen["bypass"]:
+        assert consent_page and still_here, extra
+        assert codes == 0, extra
+    status, challenge = seen["write"]
+    assert status == 403 and 'error="insufficient_scope"' in challenge
+    assert seen["read"] == 200
+    grants = {
+        grant.channel.slug: grant.scopes
+        for grant in SignInGrant.objects.filter(
+            application__name="Consent test client", revoked_at=None
+        ).select_related("channel")
+    }
+    assert grants == {alpha: ["read", "write"], site.slug: ["read"]}

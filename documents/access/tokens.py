@@ -2,8 +2,9 @@
 credentials beside API keys: the same scopes, limits and audit trail.
 
 A token is accepted only for the channel it was issued for (its RFC 8707
-resource is that channel's MCP URL), with the scopes it was granted, while its
-sign-in grant stands and its user may still use the channel.
+resource is that channel's MCP URL), with the scopes it was issued with and its
+sign-in grant allows, while that grant stands and its user may still use the
+channel.
 """
 
 import hashlib
@@ -33,6 +34,14 @@ def canonical_resource(url: str) -> str:
     scheme, sep, rest = url.partition("://")
     host, slash, path = rest.partition("/")
     return f"{scheme.lower()}{sep}{host.lower()}{slash}{path}"
+
+
+def grant_allows(grant: SignInGrant, scope: str) -> bool:
+    """A token's scopes count only up to its grant's: the grant is what the
+    person approved, so a token minted with more (issue 19: an
+    `approval_prompt=auto` code for `read write` under a read grant) gains
+    nothing from it."""
+    return scope in grant.scopes
 
 
 def _load(raw_token: str):
@@ -98,6 +107,13 @@ def admit_token(
             refusal = AccessDenied(
                 f"The access token does not have the '{Scope(scope).value}' scope; "
                 f"sign in again asking for '{Scope(scope).value}'.",
+                status=403,
+                missing_scope=scope,
+            )
+        elif not grant_allows(grant, scope):
+            refusal = AccessDenied(
+                f"The sign-in behind this token does not allow '{scope}'; "
+                f"sign in again and approve '{scope}'.",
                 status=403,
                 missing_scope=scope,
             )

@@ -1,6 +1,6 @@
 """Sign-in grants: a person's consent for an OAuth client to use a channel.
 
-The consent page (signin.views) records a grant when someone approves a client;
+The consent page (signin.consent) records a grant when someone approves a client;
 revoking it (the admin, or the person) revokes every token issued under it at
 once.
 """
@@ -15,10 +15,19 @@ from documents.models import Channel, SignInGrant
 
 
 def record_sign_in_grant(
-    *, user, application, channel: Channel, resource: str, scopes: list[str]
+    *,
+    user,
+    application,
+    channel: Channel,
+    resource: str,
+    scopes: list[str],
+    address: str | None = None,
 ) -> SignInGrant:
     """The user's active grant of `channel` to `application`, created or widened
-    to `scopes` (a client asking again keeps one grant, not one per sign-in)."""
+    to `scopes` (a client asking again keeps one grant, not one per sign-in).
+
+    Called only once a consent has issued a code (signin.consent), so a grant
+    never exists, or grows, without the person having approved it."""
     scopes = [scope for scope in Scope.values if scope in set(scopes) | {Scope.READ}]
     with transaction.atomic():
         grant = (
@@ -47,7 +56,9 @@ def record_sign_in_grant(
             grant.save(update_fields=["scopes", "resource"])
         audit.record(
             audit.Action.GRANT_CREATE,
-            actor=Actor(via="signin", user=user, client=application.name),
+            actor=Actor(
+                via="signin", user=user, client=application.name, address=address
+            ),
             channel=channel,
             target=grant,
             detail=f"Scopes: {', '.join(scopes)}",

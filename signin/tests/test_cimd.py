@@ -34,19 +34,6 @@ class DocumentFetcher:
         return self.documents[client_id], 300
 
 
-@pytest.fixture
-def fetcher(settings):
-    settings.OAUTH2_PROVIDER = {
-        **settings.OAUTH2_PROVIDER,
-        "CIMD_METADATA_FETCHER": "signin.tests.test_cimd.DocumentFetcher",
-    }
-    from oauth2_provider.settings import oauth2_settings
-
-    oauth2_settings.reload()
-    yield
-    oauth2_settings.reload()
-
-
 def test_a_client_named_by_its_metadata_url_signs_in(client, make_channel, fetcher):
     channel = make_channel("demo", name="Demo")
     user = User.objects.create_user("rita", password="pw")

@@ -16,27 +16,11 @@ from django.test import Client
 from documents.access import COMMAND_LINE
 from documents.models import AuditEvent, SignInGrant
 from documents.services.grants import revoke_sign_in_grant
-from documents.tests.corpus import add_document
 from mcp_endpoint.tests.conftest import McpClient
 
 pytestmark = pytest.mark.django_db
 BASE = "http://testserver"
 REDIRECT = "http://127.0.0.1:33418/callback"
-
-
-@pytest.fixture
-def channels(make_channel, fake_embedder):
-    demo = make_channel("demo", name="Demo")
-    add_document(demo, title="Torque", pages=["Torque the nuts to 900 foot-pounds."])
-    secret = make_channel("secret", name="Secret")
-    return demo, secret
-
-
-@pytest.fixture
-def reader(channels):
-    user = User.objects.create_user("rita", password="pw")  # not staff
-    channels[0].readers.add(user)
-    return user
 
 
 def register(client: Client, **extra) -> dict:
