@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('documents', '0012_issue12_labels_sent_with_chunks'),
+        ('documents', '0013_tools_switches'),
     ]
 
     operations = [
