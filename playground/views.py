@@ -120,14 +120,14 @@ def channel_playground(request: HttpRequest, slug: str) -> HttpResponse:
             base_url=_base_url(request),
             caller=caller,
         )
-        pages = calls.PageLinks(channel, caller, _base_url(request))
+        links_to = calls.PageLinks(channel, caller, _base_url(request))
         reply, cut = calls.shortened(call.reply)
         context.update(
             call=call,
             request_json=calls.pretty(call.request),
             reply_json=calls.pretty(reply),
             reply_shortened=cut,
-            **_readable(asked, call, pages),
+            **_readable(asked, call, links_to),
         )
     return TemplateResponse(request, "playground/channel.html", context)
 
@@ -140,7 +140,7 @@ def _cell(value) -> str:
     return str(value)
 
 
-def _readable(asked, call: calls.ToolCall, pages: calls.PageLinks) -> dict:
+def _readable(asked, call: calls.ToolCall, links_to: calls.PageLinks) -> dict:
     """Template values for the readable rendering of a successful reply."""
     if call.protocol_error or call.tool_error:
         return {}
@@ -151,7 +151,7 @@ def _readable(asked, call: calls.ToolCall, pages: calls.PageLinks) -> dict:
             {
                 **chunk,
                 "html": calls.highlight(chunk["text"], terms),
-                "url": pages.url(chunk["document_id"], chunk["page_number"]),
+                "url": links_to.url(chunk["document_id"], chunk["page_number"]),
             }
             for chunk in data.get("chunks", [])
         ]
@@ -163,7 +163,7 @@ def _readable(asked, call: calls.ToolCall, pages: calls.PageLinks) -> dict:
             {
                 **citation,
                 "url": citation.get("url")
-                or pages.url(citation["document_id"], citation["page_number"]),
+                or links_to.url(citation["document_id"], citation["page_number"]),
             }
             for citation in data.get("citations", [])
         ]
@@ -172,7 +172,9 @@ def _readable(asked, call: calls.ToolCall, pages: calls.PageLinks) -> dict:
             key = (citation["document_id"], citation["page_number"])
             links.setdefault(key, citation["url"])
         return {
-            "answer_html": calls.link_citations(data.get("answer", ""), pages, links),
+            "answer_html": calls.link_citations(
+                data.get("answer", ""), links_to, links
+            ),
             "citations": citations,
         }
     if asked.tool == "list_documents":
@@ -195,6 +197,6 @@ def _readable(asked, call: calls.ToolCall, pages: calls.PageLinks) -> dict:
     if asked.tool == "get_pages":
         pages = calls.pages_from(call.result)
         for page in pages:
-            page.url = pages.url(page.document_id, page.number)
+            page.url = links_to.url(page.document_id, page.number)
         return {"pages": pages}
     return {}

@@ -24,7 +24,6 @@ from documents.access.tokens import admit_token
 from documents.access.windows import (
     Window,
     clear_old_windows,
-    count_write,
 )
 from documents.models import AddressWindow, ApiKey, Channel, RateLimitWindow
 
@@ -173,11 +172,9 @@ def admit(
         if requests.exceeded(count):
             raise AccessDenied.over_limit("Rate limit reached", requests)
     if scope == Scope.WRITE and channel is not None:
-        over = count_write(caller.subject)
-        if over is not None:
-            raise AccessDenied.over_limit(
-                f"This API key has used its {over.limit} writes for this hour", over
-            )
+        over_quota = caller.write_refusal()
+        if over_quota is not None:
+            raise over_quota
     _note_use(api_key, requests.now)
     return caller.admitted(channel, scope)
 

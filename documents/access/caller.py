@@ -10,7 +10,9 @@ and sign-in all ask it the same questions:
   nothing), from the credential's current state in the database;
 - `subject`: what its links are signed for and its limits counted against
   (`key:<id>`, `grant:<id>`, `user:<id>`);
-- `actor`: who it is for the audit trail.
+- `actor`: who it is for the audit trail;
+- `limited`, `request_refusal`, `write_refusal`: which limits apply, and
+  whether this request or write passes them.
 
 The hot path (`admission.admit`, every MCP call and REST request) asks the same
 questions of an API key in one SQL statement; `rule_holds` in the tests keeps
@@ -24,8 +26,9 @@ from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from documents.access.principals import Actor, Scope, client_address
+from documents.access.principals import AccessDenied, Actor, Scope, client_address
 from documents.access.staff import CURATE, READ, channels_for
+from documents.access.windows import count_request, count_write
 from documents.models import ApiKey, Channel, SignInGrant
 
 if TYPE_CHECKING:
@@ -105,6 +108,27 @@ class Caller:
         """Whether the request and write limits apply: to keys and sign-ins,
         not to staff sessions (the admin's own rules) or trusted processes."""
         return self.api_key is not None or self.grant is not None
+
+    def request_refusal(self) -> AccessDenied | None:
+        """The 429 for a request past the per-minute limit (this one counted),
+        or None. API keys are counted by the admission statement itself."""
+        if not self.limited:
+            return None
+        over = count_request(self.subject)
+        return AccessDenied.over_limit("Rate limit reached", over) if over else None
+
+    def write_refusal(self) -> AccessDenied | None:
+        """The 429 for a write past the hourly write quota (this one counted),
+        or None."""
+        if not self.limited:
+            return None
+        over = count_write(self.subject)
+        if over is None:
+            return None
+        who = "This API key" if self.api_key is not None else "This sign-in"
+        return AccessDenied.over_limit(
+            f"{who} has used its {over.limit} writes for this hour", over
+        )
 
     @property
     def log_label(self) -> str:

@@ -16,8 +16,6 @@ from documents.access.caller import Caller
 from documents.access.principals import AccessDenied, Scope
 from documents.access.windows import (
     Window,
-    count_request,
-    count_write,
     failures_from,
 )
 from documents.models import Channel, SignInGrant
@@ -124,15 +122,11 @@ def admit_token(
             refusal, actor=caller.actor, channel=channel, detail=str(refusal)
         )
         raise refusal
-    over = count_request(caller.subject)
-    if over is not None:
-        raise AccessDenied.over_limit("Rate limit reached", over)
-    if scope == Scope.WRITE:
-        over = count_write(caller.subject)
-        if over is not None:
-            raise AccessDenied.over_limit(
-                f"This sign-in has used its {over.limit} writes for this hour", over
-            )
+    over_limit = caller.request_refusal() or (
+        caller.write_refusal() if scope == Scope.WRITE else None
+    )
+    if over_limit is not None:
+        raise over_limit
     grant = caller.grant
     now = timezone.now()
     if grant.last_used_at is None or (now - grant.last_used_at).total_seconds() > 60:
