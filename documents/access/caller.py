@@ -6,8 +6,9 @@ staff session, or a trusted process (the command line, the demo loader, the
 worker). MCP, the REST API, the admin, the playground, citation and page links
 and sign-in all ask it the same questions:
 
-- `scopes_on(channel_id)`: what it may do on a channel *now* (read, write, or
-  nothing), from the credential's current state in the database;
+- `may(channel_id, scope)`, `scopes_on(channel_id)`: what it may do on a
+  channel *now* (read, write, or nothing), from the credential's current state
+  in the database;
 - `subject`: what its links are signed for and its limits counted against
   (`key:<id>`, `grant:<id>`, `user:<id>`);
 - `actor`: who it is for the audit trail;
@@ -15,11 +16,11 @@ and sign-in all ask it the same questions:
   whether this request or write passes them.
 
 The hot path (`admission.admit`, every MCP call and REST request) asks the same
-questions of an API key in one SQL statement; `rule_holds` in the tests keeps
-the two in step.
+questions of an API key in one SQL statement, then hands on the caller it made;
+documents/tests/test_caller.py keeps the statement and `may` in step.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 TRUSTED_DOORS = frozenset({"command", "demo", "worker"})
 # A token's or session's scope needs this role on the channel behind it.
 ROLE_FOR_SCOPE = {Scope.READ: READ, Scope.WRITE: CURATE}
-NO_SCOPES: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -157,16 +157,7 @@ class Caller:
 
     def admitted(self, channel: Channel | None, scope: str) -> "Caller":
         """This caller, admitted to `channel` for `scope`."""
-        return Caller(
-            via=self.via,
-            address=self.address,
-            api_key=self.api_key,
-            user=self.user,
-            token=self.token,
-            grant=self.grant,
-            channel=channel,
-            scope=scope,
-        )
+        return replace(self, channel=channel, scope=scope)
 
     # --- The rule ---------------------------------------------------------------
 
@@ -187,32 +178,28 @@ class Caller:
     def scopes_on(self, channel_id: int) -> frozenset[str]:
         """What the caller may do on the channel now: the granted scopes that
         its credential's current state and its role on the channel allow."""
-        now = timezone.now()
-        if self.api_key is not None:
-            if not self.api_key.is_active(now):
-                return NO_SCOPES
-            opens = ApiKey.channels.through.objects.filter(
-                apikey_id=self.api_key.pk, channel_id=channel_id
-            ).exists()
-            return self.granted_scopes() if opens else NO_SCOPES
-        if self.grant is not None:
-            if self.grant.revoked_at is not None or self.grant.channel_id != channel_id:
-                return NO_SCOPES
-            if self.token is not None and self.token.is_expired():
-                return NO_SCOPES
-        elif self.user is None:
-            return frozenset(Scope.values) if self.via in TRUSTED_DOORS else NO_SCOPES
-        return frozenset(
-            scope
-            for scope in self.granted_scopes()
-            if channels_for(self.user, ROLE_FOR_SCOPE[Scope(scope)])
-            .filter(pk=channel_id)
-            .exists()
-        )
+        return frozenset(scope for scope in Scope.values if self.may(channel_id, scope))
 
     def may(self, channel_id: int, scope: str = Scope.READ) -> bool:
         """Whether the caller may use the channel with `scope` now."""
-        return scope in self.scopes_on(channel_id)
+        if scope not in self.granted_scopes():
+            return False
+        if self.api_key is not None:
+            return (
+                self.api_key.is_active(timezone.now())
+                and ApiKey.channels.through.objects.filter(
+                    apikey_id=self.api_key.pk, channel_id=channel_id
+                ).exists()
+            )
+        if self.grant is not None:
+            if self.grant.revoked_at is not None or self.grant.channel_id != channel_id:
+                return False
+            if self.token is not None and self.token.is_expired():
+                return False
+        elif self.user is None:
+            return self.via in TRUSTED_DOORS
+        role = ROLE_FOR_SCOPE[Scope(scope)]
+        return channels_for(self.user, role).filter(pk=channel_id).exists()
 
     def readable_channels(self) -> QuerySet[Channel]:
         """The channels the caller may read: a key's, a grant's one, a
