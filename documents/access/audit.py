@@ -91,8 +91,9 @@ def prune_audit(*, now: datetime.datetime | None = None) -> int:
     if not days:
         return 0
     cutoff = (now or timezone.now()) - datetime.timedelta(days=days)
-    deleted, _ = AuditEvent.objects.filter(at__lt=cutoff).delete()
-    return deleted
+    # The count of events, not of the channel links deleted with them.
+    _, per_model = AuditEvent.objects.filter(at__lt=cutoff).delete()
+    return per_model.get(AuditEvent._meta.label, 0)
 
 
 def _prune_now_and_then() -> None:
