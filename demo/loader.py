@@ -78,7 +78,7 @@ def load_demo(
 def _ensure_channel(spec: dict, log: Callable[[str], None]) -> Channel:
     channel = Channel.objects.filter(slug=spec["slug"]).first()
     if channel is None:
-        channel = create_channel(**spec)
+        channel = create_channel(**spec, actor=DEMO_ACTOR)
         log(f"Created the channel “{channel.name}” (/mcp/{channel.slug}).")
     return channel
 

@@ -623,6 +623,7 @@ class AuditEvent(models.Model):
         DOCUMENT_EDIT = "document.edit", "Title or metadata edited"
         CHANNEL_CREATE = "channel.create", "Channel created"
         CHANNEL_CHANGE = "channel.change", "Channel configuration changed"
+        CHANNEL_ACCESS = "channel.access", "Channel readers or curators changed"
         CHANNEL_DELETE = "channel.delete", "Channel deleted"
         KEY_CREATE = "key.create", "API key created"
         KEY_CHANGE = "key.change", "API key changed"
@@ -667,6 +668,9 @@ class AuditEvent(models.Model):
         Channel, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     channel_slug = models.CharField("channel", max_length=64, blank=True)
+    # The channels an event concerns when it isn't one (an API key's): its
+    # channels' curators see it too.
+    channels = models.ManyToManyField(Channel, blank=True, related_name="+")
     object_type = models.CharField(max_length=32, blank=True)
     object_id = models.CharField(max_length=64, blank=True)
     object_repr = models.CharField("object", max_length=300, blank=True)

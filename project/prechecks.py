@@ -28,7 +28,7 @@ from django.db import close_old_connections
 from django.http import HttpResponse
 from django.utils.module_loading import import_string
 
-from documents.access import AccessDenied, Admission
+from documents.access import AccessDenied, Caller
 from documents.api import auth as api_auth
 from documents.models import MCP_PATH_PREFIX
 
@@ -53,7 +53,7 @@ def _declared_length(scope: dict) -> int | None:
     return None
 
 
-async def _mcp(request, slug: str) -> HttpResponse | Admission:
+async def _mcp(request, slug: str) -> HttpResponse | Caller:
     if not settings.MCP_ENABLED:
         return None
     from mcp_endpoint import views
@@ -61,7 +61,7 @@ async def _mcp(request, slug: str) -> HttpResponse | Admission:
     return await views.check_before_body(request, slug)
 
 
-async def _api(request) -> HttpResponse | Admission | None:
+async def _api(request) -> HttpResponse | Caller | None:
     outcome = await sync_to_async(api_auth.check_before_body)(request)
     if isinstance(outcome, AccessDenied):
         from project.api import access_denied_problem
@@ -104,7 +104,7 @@ async def check_before_body(handler: ASGIHandler, scope: dict):
         outcome = await _api(request)
     else:
         outcome = await _staff(request, length)
-    if isinstance(outcome, Admission):
+    if isinstance(outcome, Caller):
         scope[ADMISSION_KEY] = outcome
         return None
     return outcome

@@ -6,9 +6,9 @@ from urllib.parse import urlsplit
 
 from django.http import HttpRequest
 
-from documents import access
 from documents.access import Scope
-from documents.access.tokens import ROLE_FOR_SCOPE, canonical_resource
+from documents.access.caller import Caller
+from documents.access.tokens import canonical_resource
 from documents.models import MCP_PATH_PREFIX, Channel
 
 
@@ -71,7 +71,8 @@ def requested_target(
         return Target(
             None, resource, scopes, f"{resource} is not a channel of this server."
         )
-    channel = access.channels_for(request.user, access.READ).filter(slug=slug).first()
+    caller = Caller.for_session(request, via="signin")
+    channel = caller.readable_channels().filter(slug=slug).first()
     if channel is None:
         return Target(
             None,
@@ -80,12 +81,9 @@ def requested_target(
             "Your account has no access to this channel; ask its curators to add "
             "you as a reader.",
         )
+    held = caller.scopes_on(channel.pk)
     for scope in scopes:
-        if (
-            not access.channels_for(request.user, ROLE_FOR_SCOPE[Scope(scope)])
-            .filter(pk=channel.pk)
-            .exists()
-        ):
+        if scope not in held:
             return Target(
                 channel,
                 resource,

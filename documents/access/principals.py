@@ -1,4 +1,4 @@
-"""Who is acting, with which scopes, and how a refusal is told."""
+"""Scopes, who is acting in the audit trail, and how a refusal is told."""
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -21,7 +21,9 @@ class Scope(models.TextChoices):
 
 @dataclass(frozen=True)
 class Actor:
-    """Who performs a write, for the audit trail and the documents' "added by".
+    """Who performs a write, for the audit trail and the documents' "added by":
+    what a caller (documents.access.caller) is in the record. Trusted
+    processes, which have no caller to ask, use one directly (COMMAND_LINE).
 
     `via` names the door: admin, rest, mcp, playground, command, demo, worker.
     """
@@ -46,13 +48,6 @@ class Actor:
         return {"command": "command line", "demo": "demo loader"}.get(
             self.via, self.via
         )
-
-    @classmethod
-    def for_request(cls, request, *, via: str, api_key=None) -> "Actor":
-        user = getattr(request, "user", None)
-        if user is not None and not user.is_authenticated:
-            user = None
-        return cls(via=via, user=user, api_key=api_key, address=client_address(request))
 
 
 COMMAND_LINE = Actor(via="command")

@@ -99,11 +99,7 @@ def _added_by(document: Document) -> str:
 @router.get("/channels", response=responses({200: list[ChannelOut]}), tags=["channels"])
 def list_channels(request: HttpRequest):
     """The channels the key opens, by slug."""
-    admission = admit_request(request, None)
-    if admission.api_key is not None:
-        channels = admission.api_key.channels.all()
-    else:  # a sign-in token opens the channel of its grant
-        channels = Channel.objects.filter(pk=admission.grant.channel_id)
+    channels = admit_request(request, None).readable_channels()
     channels = channels.prefetch_related("metadata_fields").order_by("slug")
     return [_channel_out(channel) for channel in channels]
 
@@ -174,7 +170,7 @@ def upload_document(
             title=title,
             metadata=values,
             content_type=file.content_type,
-            actor=request.actor,
+            actor=request.caller.actor,
         )
     except document_services.DuplicateDocument as duplicate:
         return Status(200, _document_out(duplicate.existing))
@@ -202,7 +198,7 @@ def delete_document(request: HttpRequest, slug: str, document_id: int):
     `write` scope."""
     channel = open_channel(request, slug, Scope.WRITE)
     document_services.delete_document(
-        document=channel_document(channel, document_id), actor=request.actor
+        document=channel_document(channel, document_id), actor=request.caller.actor
     )
     return Status(204, None)
 
@@ -218,7 +214,7 @@ def reingest_document(request: HttpRequest, slug: str, document_id: int):
     is not queued again. Needs the `write` scope."""
     channel = open_channel(request, slug, Scope.WRITE)
     document = channel_document(channel, document_id)
-    document_services.reingest_document(document=document, actor=request.actor)
+    document_services.reingest_document(document=document, actor=request.caller.actor)
     return Status(202, _document_out(document))
 
 
@@ -327,7 +323,7 @@ def send_feedback(request: HttpRequest, slug: str, body: FeedbackIn):
     channel = open_channel(request, slug)
     feedback = submit_feedback(
         channel=channel,
-        api_key=request.api_key,
+        api_key=request.caller.api_key,
         query=body.query,
         answer=body.answer,
         score=body.score,

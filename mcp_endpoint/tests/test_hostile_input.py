@@ -9,7 +9,7 @@ import re
 import pytest
 from django.db import connection
 
-from documents.access import COMMAND_LINE
+from documents.access import COMMAND_LINE, Caller
 from documents.access import admission as keys
 from documents.generation.chat import SYSTEM_PROMPT
 from documents.models import Channel, Document
@@ -368,18 +368,21 @@ def test_citation_links_cannot_be_forged_or_aimed_at_other_files(client, vault):
     )
 
     def citation_token(document):
-        return sign_link({"d": document.pk, "c": document.channel_id}, api_key=key)
+        return sign_link(
+            {"d": document.pk, "c": document.channel_id},
+            caller=Caller(via="mcp", api_key=key),
+        )
 
     good = client.get(f"/citations/{citation_token(document)}")
     assert good.status_code == 200
     assert b"".join(good.streaming_content).startswith(b"The annual report")
     forged = signing.dumps(
-        {"d": document.pk + 1, "c": vault.pk, "k": key.pk}, salt="other"
+        {"d": document.pk + 1, "c": vault.pk, "a": f"key:{key.pk}"}, salt="other"
     )
     altered = citation_token(document)[:-2] + "xx"
-    unsigned = signing.dumps({"d": document.pk, "c": vault.pk, "k": key.pk}, salt=SALT)[
-        :-1
-    ]
+    unsigned = signing.dumps(
+        {"d": document.pk, "c": vault.pk, "a": f"key:{key.pk}"}, salt=SALT
+    )[:-1]
     for token in (forged, altered, unsigned, "..%5C..%5Cetc%5Cpasswd"):
         assert client.get(f"/citations/{token}").status_code == 403, token
     for path in ("/citations/../../etc/passwd", "/citations/..%2F..%2Fetc%2Fpasswd"):

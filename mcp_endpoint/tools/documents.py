@@ -259,15 +259,8 @@ class GetPages(Tool):
 
 
 def citation_link(ctx: CallContext, document: Document, page: int | None) -> str:
-    """A link to the document's original, signed for the caller's credential."""
-    return citation_url(
-        document,
-        base_url=ctx.base_url,
-        page=page,
-        api_key=ctx.api_key,
-        user=ctx.user,
-        grant=ctx.grant,
-    )
+    """A link to the document's original, signed for the caller."""
+    return citation_url(document, base_url=ctx.base_url, page=page, caller=ctx.caller)
 
 
 def _citation_urls(ctx: CallContext, document_ids: list[int], page: int | None) -> dict:
