@@ -125,9 +125,9 @@ def main() -> int:
     from documents.services.documents import (
         REINGESTING_REASON,
         create_document,
-        ingest_document,
         reingest_document,
     )
+    from documents.services.ingestion import ingest_document
     from documents.services.keys import create_api_key
 
     Channel.objects.filter(slug="book").delete()

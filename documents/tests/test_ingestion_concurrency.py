@@ -19,7 +19,8 @@ from django_tasks_db.models import DBTaskResult
 from documents.access import COMMAND_LINE
 from documents.models import Chunk, Document
 from documents.search import indexing
-from documents.services.documents import create_document, ingest_document
+from documents.services.documents import create_document
+from documents.services.ingestion import ingest_document
 from documents.tests.fixtures import make_pdf
 
 pytestmark = pytest.mark.django_db(transaction=True)
