@@ -14,6 +14,7 @@ from django.core.files.storage import default_storage
 from django.core.management import call_command
 from django.db import connection
 from django.db.models import Count
+from django.tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
 from documents.access import COMMAND_LINE
@@ -125,5 +126,5 @@ def test_worker_ingests_a_queued_document(make_channel, fake_embedder):
     assert document.title == "Notes"
     assert document.chunk_count == 1
     task.refresh_from_db()
-    assert task.status == "SUCCESSFUL"
+    assert task.status == TaskResultStatus.SUCCESSFUL
     assert task.return_value == "ready"
