@@ -135,6 +135,8 @@ def main() -> int:
     from documents.services.keys import create_api_key
     from documents.tasks import prepare_answers_task
 
+    seen: set = set()
+
     def answer_rows(*statuses):
         rows = DBTaskResult.objects.filter(
             task_path=prepare_answers_task.module_path,
@@ -143,11 +145,14 @@ def main() -> int:
         return rows.filter(status__in=statuses) if statuses else rows
 
     def wait_mid_answers(what: str) -> None:
-        wait_for(
-            lambda: answer_rows(TaskResultStatus.RUNNING).exists(),
+        """Until `what` has run a new prepare_answers_task row for 2 s (not the
+        row a killed worker left RUNNING)."""
+        row = wait_for(
+            lambda: answer_rows(TaskResultStatus.RUNNING).exclude(pk__in=seen).first(),
             300,
             f"{what} to start prepare_answers_task",
         )
+        seen.add(row.pk)
         time.sleep(2)
 
     Channel.objects.filter(slug="book").delete()
