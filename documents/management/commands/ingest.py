@@ -19,7 +19,7 @@ from documents.services.ingestion import ingest_document
 class Command(BaseCommand):
     help = (
         "Add files to a channel and ingest them now (with a progress bar), or with "
-        "--queue leave them to the background worker (manage.py db_worker). "
+        "--queue leave them to the background worker (manage.py ingest_worker). "
         "Folders are searched recursively for the supported types (PDF, Word, "
         "PowerPoint, Excel, HTML, EPUB, Markdown, text, PNG/JPEG/TIFF images; "
         "files without an extension by their content). A file already in the "
@@ -116,7 +116,7 @@ class Command(BaseCommand):
         if queue:
             self.stdout.write(
                 f"Queued {len(outcomes)} file(s) for {channel.slug}{repeats}; the "
-                "worker (manage.py db_worker) will ingest them."
+                "worker (manage.py ingest_worker) will ingest them."
             )
         else:
             ready = [d for _, d in outcomes if d.status == Document.Status.READY]

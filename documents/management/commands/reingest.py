@@ -47,7 +47,7 @@ class Command(BaseCommand):
                 reingest_document(actor=COMMAND_LINE, document=document)
             self.stdout.write(
                 f"Queued {len(documents)} document(s) for re-ingestion; the worker "
-                "(manage.py db_worker) will read them."
+                "(manage.py ingest_worker) will read them."
             )
             return
         outcomes: list[Document] = []
