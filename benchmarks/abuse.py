@@ -233,6 +233,7 @@ def main() -> int:
     from documents.services.channels import create_channel
     from documents.services.documents import delete_channel
     from documents.services.keys import create_api_key
+    from documents.services.queue import IN_FLIGHT
 
     for old in Channel.objects.filter(slug=SLUG):
         delete_channel(channel=old, actor=COMMAND_LINE)
@@ -319,7 +320,7 @@ def main() -> int:
             except urllib.error.HTTPError as error:
                 statuses.append(error.code)
         queued = DBTaskResult.objects.filter(
-            status__in=["READY", "RUNNING"], args_kwargs__args__0=first["id"]
+            status__in=IN_FLIGHT, args_kwargs__args__0=first["id"]
         ).count()
         print(
             f"   60 re-ingest requests: {statuses.count(202)} accepted, "

@@ -359,6 +359,14 @@ class Document(models.Model):
         max_length=16, choices=Status.choices, default=Status.PENDING
     )
     status_reason = models.TextField("reason", blank=True)
+    # A ready document stays ready (its previous version searchable) while a
+    # worker reads it again; recovery requeues one whose worker died.
+    reingesting = models.BooleanField(
+        "re-ingesting",
+        default=False,
+        help_text="A worker is reading it again; the previous version stays "
+        "searchable until the new one is ready.",
+    )
     has_text = models.BooleanField(
         "text found",
         default=True,

@@ -24,7 +24,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import aget_user
 from django.core.handlers.asgi import ASGIHandler
-from django.db import close_old_connections
+from django.db import InterfaceError, OperationalError, close_old_connections
 from django.http import HttpResponse
 from django.utils.module_loading import import_string
 
@@ -114,7 +114,15 @@ class QuireASGIHandler(ASGIHandler):
     """Django's ASGI handler, with the checks above before the body is read."""
 
     async def handle(self, scope, receive, send):
-        refusal = await check_before_body(self, scope)
+        # Django drops a broken connection when a request starts
+        # (request_started); these checks query before that, so after a
+        # PostgreSQL restart they would reuse the dead one forever.
+        await sync_to_async(close_old_connections)()
+        try:
+            refusal = await check_before_body(self, scope)
+        except (OperationalError, InterfaceError):
+            # An outage: the view answers it (a retryable error in its protocol).
+            refusal = None
         if refusal is None:
             return await super().handle(scope, receive, send)
         refusal["Connection"] = "close"

@@ -267,6 +267,9 @@ EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 32, minimum=1)
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0, minimum=0)
 # Added to the ingestion worker's nice value: the web server comes first.
 INGEST_WORKER_NICENESS = env_int("INGEST_WORKER_NICENESS", 10, minimum=0)
+# Seconds a stopped worker (SIGTERM, SIGINT) gives its running task to finish
+# before it hands the task back to the queue and exits (0: hand it back at once).
+WORKER_STOP_TIMEOUT = env_float("WORKER_STOP_TIMEOUT", 10.0, minimum=0)
 
 # MCP endpoint.
 MCP_ENABLED = env_bool("MCP_ENABLED", True)

@@ -6,6 +6,7 @@ import datetime
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.tasks import TaskResultStatus
 from django.test import Client
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
@@ -225,10 +226,10 @@ def test_repeated_reingest_requests_queue_one_ingestion(
         reingest()
     tasks = DBTaskResult.objects.filter(task_path=INGEST_TASK_PATH)
     assert tasks.count() == 1
-    tasks.update(status="RUNNING")
+    tasks.update(status=TaskResultStatus.RUNNING)
     reingest()
     assert tasks.count() == 1
-    tasks.update(status="SUCCESSFUL")
+    tasks.update(status=TaskResultStatus.SUCCESSFUL)
     reingest()
     assert DBTaskResult.objects.filter(task_path=INGEST_TASK_PATH).count() == 2
 

@@ -11,7 +11,8 @@ from django.urls import reverse
 
 from documents.access import COMMAND_LINE
 from documents.models import Document
-from documents.services.documents import create_document, ingest_document
+from documents.services.documents import create_document
+from documents.services.ingestion import ingest_document
 from documents.services.keys import create_api_key
 from documents.tests.fixtures import (
     noise_image_pdf,

@@ -14,12 +14,14 @@ from django.core.files.storage import default_storage
 from django.core.management import call_command
 from django.db import connection
 from django.db.models import Count
+from django.tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
 from documents.access import COMMAND_LINE
 from documents.models import Chunk, Document
 from documents.search import indexing
-from documents.services.documents import create_document, ingest_document
+from documents.services.documents import create_document
+from documents.services.ingestion import ingest_document
 from documents.tests.fixtures import make_pdf
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -124,5 +126,5 @@ def test_worker_ingests_a_queued_document(make_channel, fake_embedder):
     assert document.title == "Notes"
     assert document.chunk_count == 1
     task.refresh_from_db()
-    assert task.status == "SUCCESSFUL"
+    assert task.status == TaskResultStatus.SUCCESSFUL
     assert task.return_value == "ready"

@@ -9,10 +9,12 @@ import json
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.db import OperationalError, connection
 
 from documents.access import COMMAND_LINE
 from documents.models import RateLimitWindow
 from documents.services.keys import create_api_key
+from mcp_endpoint import views
 from project.prechecks import QuireASGIHandler
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -114,32 +116,39 @@ def test_mcp_calls_are_refused_before_the_body(keys):
     assert json.loads(body)["error"]["code"] == -32001
 
 
+PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+
+
+class Ping(Upload):
+    """An MCP ping with `key`, its body sent once the server asks for it."""
+
+    def __init__(self, key: str):
+        super().__init__(
+            "/mcp/demo",
+            {
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+                "MCP-Protocol-Version": "2025-11-25",
+                "Authorization": f"Bearer {key}",
+            },
+            length=len(PING),
+        )
+
+    async def receive(self):
+        if self.body_read:  # the client waits; the handler listens for that
+            await asyncio.sleep(3600)
+        self.body_read = len(PING)
+        return {"type": "http.request", "body": PING, "more_body": False}
+
+
 def test_admitted_requests_are_read_and_counted_once(keys):
     """A key that may do what it asks gets its body read, and its request is
     counted once (the view uses the admission made before the body)."""
-    message = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
-
-    class Ping(Upload):
-        async def receive(self):
-            if self.body_read:  # the client waits; the handler listens for that
-                await asyncio.sleep(3600)
-            self.body_read = len(message)
-            return {"type": "http.request", "body": message, "more_body": False}
-
-    ping = Ping(
-        "/mcp/demo",
-        {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "MCP-Protocol-Version": "2025-11-25",
-            "Authorization": f"Bearer {keys[0]}",
-        },
-        length=len(message),
-    )
+    ping = Ping(keys[0])
     answered, _, body = ping.run()
     assert answered == 200, body
     assert json.loads(body)["result"] == {}
-    assert ping.body_read == len(message)
+    assert ping.body_read == len(PING)
     assert sum(RateLimitWindow.objects.values_list("count", flat=True)) == 1
 
 
@@ -153,3 +162,27 @@ def test_large_admin_uploads_need_a_staff_session(db):
     answered, _, _ = upload.run()
     assert answered == 403
     assert upload.body_read == 0
+
+
+def test_checks_after_a_database_restart_use_a_new_connection(keys):
+    """A connection PostgreSQL dropped (a restart) is not reused by the checks
+    made before the body: the next call is answered normally."""
+    connection.ensure_connection()
+    connection.connection.close()
+    answered, _, body = Ping(keys[0]).run()
+    assert answered == 200, body
+    assert json.loads(body)["result"] == {}
+
+
+def test_a_database_outage_during_the_checks_is_a_json_rpc_error(keys, monkeypatch):
+    """When the database fails during the checks, the client gets the MCP
+    view's retryable JSON-RPC error, not a bare 500."""
+
+    async def unavailable(request, slug):
+        raise OperationalError("the connection is closed")
+
+    monkeypatch.setattr(views, "check_before_body", unavailable)
+    answered, headers, body = Ping(keys[0]).run()
+    assert answered == 503
+    assert b"Retry-After" in headers
+    assert json.loads(body)["error"]["code"] == -32603

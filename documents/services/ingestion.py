@@ -1,0 +1,239 @@
+"""Ingestion of one document, as the worker runs it: read, chunk, embed, and
+swap the new pages and chunks in.
+
+Below the queue (services/queue.py) and the task that calls it
+(documents.tasks), so that uploads can queue ingestions without an import
+cycle; the admin, the commands and the demo call ingest_document directly to
+ingest synchronously.
+"""
+
+import logging
+import tempfile
+from functools import partial
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from documents import locks
+from documents.ingestion.chunking import TextChunk
+from documents.ingestion.files import (
+    delete_files,
+    local_copy,
+    page_image_names,
+    store_page_images,
+)
+from documents.ingestion.parsed import ParsedDocument, UnreadableFile
+from documents.ingestion.parsers import parse_file
+from documents.ingestion.pipeline import ChunkStream, EmbeddingFailed
+from documents.ingestion.titles import file_title
+from documents.limits import clip
+from documents.models import Chunk, Document, Page
+from documents.search import indexing
+from documents.services.channels import bump_corpus_version
+
+logger = logging.getLogger(__name__)
+
+Status = Document.Status
+
+INTERNAL_ERROR_REASON = (
+    "Ingestion failed because of an internal error (details are in the server "
+    "log). Try again, or ask an administrator."
+)
+EMBEDDING_ERROR_REASON = (
+    "Computing the embeddings failed (details are in the server log). Try again later."
+)
+# Shown while a ready document is read again; `Document.reingesting` is the state.
+REINGESTING_NOTE = (
+    "Re-ingesting: the previous version stays searchable until the new one is ready."
+)
+MAX_REASON_CHARS = 2000
+
+
+def ingest_document(*, document_id: int) -> Document:
+    """Parse, chunk and embed the document, then swap in its new pages and chunks.
+
+    Status moves pending → processing → ready, or failed with a reason a person
+    can read (empty file, not a PDF, encrypted, truncated, corrupt, too many
+    pages...). A document that is already ready stays ready and searchable while
+    it is re-ingested. Parsing, rendering, chunking and embedding run outside any
+    transaction; the replacement is one transaction that locks the document row,
+    so readers see the old pages and chunks or the new ones, never a mix.
+
+    On failure the previous version's pages, chunks and images are left intact
+    (only the status and reason change). Unexpected errors are logged with their
+    traceback; the stored reason stays short. A document with no extractable
+    text anywhere (scanned) ends ready with has_text=False, its pages and images
+    and no chunks. Raises Document.DoesNotExist if the document is (or gets)
+    deleted.
+    """
+    # The lease tells recovery (services/recovery.py) this ingestion is alive.
+    with locks.lease(locks.Namespace.INGESTION, document_id):
+        return _ingest(document_id)
+
+
+def _ingest(document_id: int) -> Document:
+    document = _start_processing(document_id)
+    new_images: dict[int, str] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="quire-ingest-") as tmp:
+            work_dir = Path(tmp)
+            # Pages are chunked and embedded while the reader reads the rest.
+            stream = ChunkStream(
+                chunk_size=settings.CHUNK_SIZE,
+                chunk_overlap=settings.CHUNK_OVERLAP,
+                group=settings.EMBEDDING_BATCH_SIZE,
+            )
+            try:
+                parsed = parse_file(
+                    local_copy(document, work_dir),
+                    document.content_type,
+                    work_dir=work_dir,
+                    on_pages=stream.add_pages,
+                )
+                vectors = _embed(stream)
+            finally:
+                stream.close()
+            new_images = store_page_images(document, parsed)
+        return _replace_content(
+            document_id,
+            parsed=parsed,
+            chunks=stream.chunks,
+            vectors=vectors,
+            model_name=stream.model_name,
+            images=new_images,
+        )
+    except Document.DoesNotExist:
+        delete_files(new_images.values())
+        raise
+    except UnreadableFile as exc:
+        delete_files(new_images.values())
+        return _mark_failed(document_id, exc.reason)
+    except EmbeddingFailed:
+        delete_files(new_images.values())
+        return _mark_failed(document_id, EMBEDDING_ERROR_REASON)
+    except Exception:
+        logger.exception("Ingesting document %s failed", document_id)
+        delete_files(new_images.values())
+        return _mark_failed(document_id, INTERNAL_ERROR_REASON)
+
+
+def _automatic_titles(filename: str) -> set[str]:
+    return {
+        "",
+        clip(filename, Document, "title"),
+        clip(file_title(filename), Document, "title"),
+    }
+
+
+def _start_processing(document_id: int) -> Document:
+    with transaction.atomic():
+        document = Document.objects.select_for_update().get(pk=document_id)
+        if document.status == Status.READY:
+            document.reingesting = True
+            document.status_reason = REINGESTING_NOTE
+        else:
+            document.status, document.status_reason = Status.PROCESSING, ""
+        document.save(
+            update_fields=["status", "status_reason", "reingesting", "updated_at"]
+        )
+    return document
+
+
+def _embed(stream: ChunkStream) -> list:
+    """The stream's vectors (a step of its own, for benchmarks/ingest.py)."""
+    return stream.finish()
+
+
+def _replace_content(
+    document_id: int,
+    *,
+    parsed: ParsedDocument,
+    chunks: list[TextChunk],
+    vectors: list,
+    model_name: str,
+    images: dict[int, str],
+) -> Document:
+    with transaction.atomic():
+        document = (
+            Document.objects.select_for_update()
+            .select_related("channel")
+            .get(pk=document_id)
+        )
+        channel = document.channel
+        old_images = page_image_names(document)
+        indexing.forget_chunks(channel, document.pk)
+        Chunk.objects.filter(document=document).delete()
+        Page.objects.filter(document=document).delete()
+        pages = Page.objects.bulk_create(
+            Page(
+                document=document,
+                number=page.number,
+                text=page.text,
+                has_text=page.has_text,
+                image=images.get(page.number, ""),
+                width=page.width,
+                height=page.height,
+                ocr=page.ocr,
+                lines=page.lines,
+            )
+            for page in parsed.pages
+        )
+        by_number = {page.number: page for page in pages}
+        new_chunks = [
+            Chunk(
+                document=document,
+                page=by_number[chunk.page_number],
+                channel=channel,
+                page_number=chunk.page_number,
+                order=chunk.order,
+                text=chunk.text,
+                embedding=vector,
+                embedding_model=model_name,
+            )
+            for chunk, vector in zip(chunks, vectors, strict=True)
+        ]
+        indexing.prepare_chunks(channel, new_chunks)
+        Chunk.objects.bulk_create(new_chunks, batch_size=500)
+
+        # A title the administrator gave wins; one Quire made up is replaced.
+        if document.title in _automatic_titles(document.original_filename):
+            document.title = clip(
+                metadata_title(channel.metadata_fields.all(), document.metadata)
+                or parsed.title
+                or file_title(document.original_filename),
+                Document,
+                "title",
+            )
+        document.status = Status.READY
+        document.reingesting = False
+        document.status_reason = parsed.status_note()[:MAX_REASON_CHARS]
+        document.has_text = parsed.has_text
+        document.page_count = len(pages)
+        document.chunk_count = len(new_chunks)
+        document.ingested_at = timezone.now()
+        document.save()
+        bump_corpus_version(channel_id=channel.pk)
+        transaction.on_commit(partial(delete_files, old_images))
+    return document
+
+
+def _mark_failed(document_id: int, reason: str) -> Document:
+    with transaction.atomic():
+        document = Document.objects.select_for_update().get(pk=document_id)
+        document.status, document.reingesting = Status.FAILED, False
+        document.status_reason = reason[:MAX_REASON_CHARS]
+        document.save(
+            update_fields=["status", "status_reason", "reingesting", "updated_at"]
+        )
+    return document
+
+
+def metadata_title(fields, metadata: dict) -> str:
+    """The metadata's "title" value when the channel has such a field (it names
+    the document unless an administrator gave a title)."""
+    value = metadata.get("title")
+    if any(field.name == "title" for field in fields) and isinstance(value, str):
+        return value.strip()
+    return ""
