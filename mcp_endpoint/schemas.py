@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.signals import setting_changed
 
 from documents import filters, listing
+from documents.ingestion import formats
 from documents.models import Channel
 from documents.results import Answer, ChunkList, output_schema
 
@@ -27,8 +28,8 @@ UNTRUSTED_TEXT = (
 )
 REGIONS_DESCRIPTION = (
     "Where the quoted text sits on its page: one box per text line, as fractions "
-    "(0 to 1) of the page's width and height, origin top left. Empty when the "
-    "page has no line positions (Markdown and plain text)."
+    "(0 to 1) of the page's width and height, origin top left. Only pages of "
+    f"{formats.with_line_positions()} files have them; empty otherwise."
 )
 DOCUMENT_IDS_DESCRIPTION = (
     "Optional: search only these documents (ids from list_documents). When set, "

@@ -20,6 +20,7 @@ from django.utils import timezone
 from documents.access import Actor, audit
 from documents.ingestion import formats
 from documents.ingestion.chunking import TextChunk
+from documents.ingestion.deadline import Deadline
 from documents.ingestion.files import (
     delete_files,
     local_copy,
@@ -115,8 +116,8 @@ def create_document(
         if canonical_type is None:
             errors.append(
                 f"{name or 'The file'}: unsupported file type "
-                f"({content_type or 'unknown'}). Upload a "
-                f"{formats.SUPPORTED_DESCRIPTION}."
+                f"({content_type or 'unknown'}). Quire reads "
+                f"{formats.labels()} files."
             )
     size = file.size or 0
     if size > settings.UPLOAD_MAX_BYTES:
@@ -308,10 +309,13 @@ def _ingest(document_id: int) -> Document:
         with tempfile.TemporaryDirectory(prefix="quire-ingest-") as tmp:
             work_dir = Path(tmp)
             # Pages are chunked and embedded while the reader reads the rest.
+            deadline = Deadline(settings.INGEST_DOCUMENT_TIMEOUT)
             stream = ChunkStream(
                 chunk_size=settings.CHUNK_SIZE,
                 chunk_overlap=settings.CHUNK_OVERLAP,
                 group=settings.EMBEDDING_BATCH_SIZE,
+                max_chunks=settings.INGEST_MAX_CHUNKS,
+                deadline=deadline,
             )
             try:
                 parsed = parse_file(
@@ -319,6 +323,7 @@ def _ingest(document_id: int) -> Document:
                     document.content_type,
                     work_dir=work_dir,
                     on_pages=stream.add_pages,
+                    deadline=deadline,
                 )
                 vectors = _embed(stream)
             finally:
