@@ -1,3 +1,4 @@
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -5,6 +6,7 @@ import pytest
 
 from documents.ingestion.parsed import UnreadableFile
 from documents.ingestion.parsers import parse_file, reader_limits
+from documents.ingestion.reading import ReaderTimedOut, read_in_child
 from documents.ingestion.text import decode_text, markdown_title
 from documents.tests.fixtures import make_pdf
 
@@ -81,12 +83,18 @@ def test_unreadable_pdfs_fail_with_a_readable_reason(tmp_path, data, expected):
     assert expected in excinfo.value.reason
 
 
-def test_pdf_reader_time_limit(tmp_path):
-    """A PDF that takes longer than the time limit fails instead of hanging."""
-    path = _write(tmp_path, "slow.pdf", make_pdf(["text"] * 40))
-    with pytest.raises(UnreadableFile) as excinfo:
-        _parse_pdf(path, tmp_path, timeout=0.01)
-    assert "longer than" in excinfo.value.reason
+def test_reader_time_limit(tmp_path):
+    """A reader that never finishes (its file is a pipe nobody writes to, so
+    opening it blocks forever) is killed at the time limit, and the reason
+    names the setting: unbounded slowness, so no machine is fast enough to
+    finish first."""
+    path = tmp_path / "never.txt"
+    os.mkfifo(path)
+    limits = replace(reader_limits(0), timeout=1.0)
+    with pytest.raises(ReaderTimedOut) as excinfo:
+        list(read_in_child(path, "text/plain", work_dir=tmp_path, limits=limits))
+    assert "longer than 1 seconds" in excinfo.value.reason
+    assert "PDF_PARSE_TIMEOUT" in excinfo.value.reason
 
 
 def test_a_failing_reader_fails_only_its_document(tmp_path):
