@@ -4,7 +4,6 @@ packages, a budget of bytes actually unpacked. Each failure says why; the
 tests control time (an unboundedly slow step against a limit) instead of racing
 the machine."""
 
-import random
 import threading
 import zipfile
 from io import BytesIO
@@ -16,7 +15,7 @@ from documents.access import COMMAND_LINE
 from documents.ingestion.parsers import reader_limits
 from documents.models import Document
 from documents.services.documents import create_document, ingest_document
-from documents.tests.fixtures import docx_bomb, epub_bomb
+from documents.tests.fixtures import docx_bomb, epub_bomb, random_words
 
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
@@ -29,21 +28,6 @@ def _ingest(channel, name: str, data: bytes, content_type: str) -> Document:
         enqueue=False,
     )
     return ingest_document(document_id=document.pk)
-
-
-def random_words(size: int, seed: int = 7) -> bytes:
-    """`size` bytes of random words in lines, as the issue's 1 MB .txt."""
-    rng = random.Random(seed)
-    words = [
-        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(n))
-        for n in (rng.randint(2, 10) for _ in range(3000))
-    ]
-    out, length = [], 0
-    while length < size:
-        line = " ".join(rng.choice(words) for _ in range(12))
-        out.append(line)
-        length += len(line) + 1
-    return "\n".join(out).encode()[:size]
 
 
 def test_a_text_file_past_the_chunk_budget_fails_and_no_chunk_past_it_is_embedded(
