@@ -17,6 +17,11 @@ would:
 4. A 100-page PDF sharing one noise image: page-image bytes per input byte.
 5. Twelve parallel get_pages calls for images of 10 pages: the replies, and
    the web workers' peak memory during and after.
+6. Text files of random words (1 MB and 50 MB), then a small file: how each
+   ends (within INGEST_DOCUMENT_TIMEOUT and INGEST_MAX_CHUNKS, with its
+   reason), and how long the small file waits to be ready.
+
+    .venv/bin/python benchmarks/abuse.py --only text     # just case 6
 """
 
 import argparse
@@ -38,7 +43,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import stack  # noqa: E402
 
 # The hostile files are the ones the ingestion tests and benchmark build.
-from documents.tests.fixtures import noise_image_pdf, rectangles_pdf  # noqa: E402
+from documents.tests.fixtures import (  # noqa: E402
+    noise_image_pdf,
+    random_words,
+    rectangles_pdf,
+)
 
 SLUG = "abuse"
 BIG = 200 * 1024 * 1024
@@ -217,10 +226,54 @@ def web_rss(web) -> int:
     return total
 
 
+def text_files(port: int, key: str) -> None:
+    """Case 6: a 1 MB and a 50 MB text file of random words, then a small
+    file once both are queued (two ingestion workers). Before the per-document
+    deadline and chunk budget, the 1 MB file took 254 s on a busy machine and
+    the 50 MB one would have held its worker for hours."""
+    from django.conf import settings
+
+    from documents.models import Document
+
+    print(
+        "6. Text files of random words, then a small file (2 ingestion workers; "
+        f"INGEST_DOCUMENT_TIMEOUT {settings.INGEST_DOCUMENT_TIMEOUT:g} s, "
+        f"INGEST_MAX_CHUNKS {settings.INGEST_MAX_CHUNKS:,})"
+    )
+    files = {
+        "words-1mb.txt": random_words(1_000_000),
+        # Random words still, built from 1 MB pieces to save the generator time.
+        "words-50mb.txt": random_words(1_000_000, seed=8) * 50,
+    }
+    uploaded = {}
+    for name, data in files.items():
+        started = time.monotonic()
+        uploaded[name] = upload(port, key, name, data)
+        print(
+            f"   {name}: {len(data) / 1e6:.0f} MB uploaded in "
+            f"{time.monotonic() - started:.1f} s"
+        )
+    small = upload(port, key, "note-after.txt", b"A short note after the big ones.\n")
+    small_status, small_wait = wait_ready(small["id"])
+    print(f"   the small file was {small_status} {small_wait:.1f} s after its upload")
+    for name, document in uploaded.items():
+        status, _ = wait_ready(document["id"], timeout=3600)
+        row = Document.objects.get(pk=document["id"])
+        end = row.ingested_at if status == "ready" else row.updated_at
+        ended = (end - row.created_at).total_seconds()
+        print(
+            f"   {name}: {status} {ended:.0f} s after its upload, "
+            f"{row.chunk_count} chunks; reason: {row.status_reason or '-'}"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slow-headers", type=int, default=800)
     parser.add_argument("--slow-bodies", type=int, default=300)
+    parser.add_argument(
+        "--only", choices=["text"], help="run one case only (text: case 6)"
+    )
     args = parser.parse_args()
     env = stack.boot("abuse", MCP_RATE_LIMIT_PER_MINUTE="100000")
     env["EMBEDDING_THREADS"] = "1"
@@ -249,6 +302,9 @@ def main() -> int:
     workers = [stack.start_worker(env), stack.start_worker(env)]
     url = f"http://127.0.0.1:{port}/mcp/{SLUG}"
     try:
+        if args.only == "text":
+            text_files(port, writer.raw_key)
+            return 0
         print("1. Unauthenticated bodies (a 200 MB upload)")
         for label, key in (("no key", None), ("read-only key", reader.raw_key)):
             before = bytes_read(web)
@@ -394,6 +450,8 @@ def main() -> int:
                 r for _, r, _ in replies if r.get("result", {}).get("isError")
             )
             print("   the tool said: " + first_error["result"]["content"][0]["text"])
+
+        text_files(port, writer.raw_key)
     finally:
         for worker in workers:
             stack.stop(worker)

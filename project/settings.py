@@ -255,6 +255,21 @@ OCR_MAX_PAGES = env_int("OCR_MAX_PAGES", 500, minimum=0)
 OCR_PAGE_TIMEOUT = env_float("OCR_PAGE_TIMEOUT", 30.0, minimum=1.0)
 CHUNK_SIZE = env_int("CHUNK_SIZE", 1000, minimum=100)
 CHUNK_OVERLAP = env_int("CHUNK_OVERLAP", 150, minimum=0)
+# Every document, whatever its format, is read, chunked and embedded within
+# INGEST_DOCUMENT_TIMEOUT seconds (the reader's own PDF_PARSE_TIMEOUT included)
+# and makes at most INGEST_MAX_CHUNKS chunks; past either it fails, saying so.
+INGEST_DOCUMENT_TIMEOUT = env_float("INGEST_DOCUMENT_TIMEOUT", 900.0, minimum=1.0)
+INGEST_MAX_CHUNKS = env_int("INGEST_MAX_CHUNKS", 10_000, minimum=1)
+# Bytes the reader may unpack from a zip package (Office files, EPUB), counted
+# as they are unpacked (a member read twice counts twice): this many per byte
+# of the file, at least UNPACKED_MIN_BUDGET_BYTES and at most UNPACKED_MAX_BYTES.
+UNPACKED_BYTES_PER_INPUT_BYTE = env_float(
+    "UNPACKED_BYTES_PER_INPUT_BYTE", 20.0, minimum=1.0
+)
+UNPACKED_MIN_BUDGET_BYTES = env_int(
+    "UNPACKED_MIN_BUDGET_BYTES", 64 * 1024 * 1024, minimum=1024 * 1024
+)
+UNPACKED_MAX_BYTES = env_int("UNPACKED_MAX_BYTES", 1024 * 1024 * 1024, minimum=1)
 
 # Embeddings: the offline ONNX MiniLM by default, or an OpenAI-compatible endpoint.
 EMBEDDING_BACKEND = env_choice(

@@ -30,6 +30,7 @@ from documents.api.schemas import (
     responses,
 )
 from documents.filters import filter_schema
+from documents.ingestion import formats
 from documents.limits import TooComplex, max_length, parse_json
 from documents.models import Channel, Document, Page
 from documents.results import Answer, ChunkList, DocumentPage, FeedbackReceipt
@@ -139,6 +140,13 @@ def list_channel_documents(
     "/channels/{slug}/documents",
     response=responses({200: DocumentOut, 202: DocumentOut}),
     tags=["documents"],
+    description=(
+        f"Upload a file ({formats.labels()}) with its metadata (a JSON object); "
+        "it is stored and queued for ingestion (202, status `pending`). A file "
+        "already in the channel (same SHA-256) is not stored again: the answer "
+        "is 200 with the document that holds it (re-ingest that one to read it "
+        "again). Needs the `write` scope."
+    ),
 )
 def upload_document(
     request: HttpRequest,
@@ -147,12 +155,8 @@ def upload_document(
     metadata: Form[str] = "",
     title: Annotated[str, Form(max_length=max_length(Document, "title"))] = "",
 ):
-    """Upload a file (PDF, Word, PowerPoint, Excel, HTML, EPUB, Markdown, text
-    or a PNG/JPEG/TIFF image) with its metadata (a JSON object); it is stored
-    and queued for ingestion (202, status `pending`). A file already in the
-    channel (same SHA-256) is not stored again: the answer is 200 with the
-    document that holds it (re-ingest that one to read it again). Needs the
-    `write` scope."""
+    """Store an upload and queue its ingestion (the description above, built
+    from the format table, is what the API's documentation shows)."""
     channel = open_channel(request, slug, Scope.WRITE)
     try:
         values = parse_json(metadata, what="metadata") if metadata.strip() else {}

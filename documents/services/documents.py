@@ -98,8 +98,8 @@ def create_document(
         if canonical_type is None:
             errors.append(
                 f"{name or 'The file'}: unsupported file type "
-                f"({content_type or 'unknown'}). Upload a "
-                f"{formats.SUPPORTED_DESCRIPTION}."
+                f"({content_type or 'unknown'}). Quire reads "
+                f"{formats.labels()} files."
             )
     size = file.size or 0
     if size > settings.UPLOAD_MAX_BYTES:

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from documents import locks
 from documents.ingestion.chunking import TextChunk
+from documents.ingestion.deadline import Deadline
 from documents.ingestion.files import (
     delete_files,
     local_copy,
@@ -80,10 +81,13 @@ def _ingest(document_id: int) -> Document:
         with tempfile.TemporaryDirectory(prefix="quire-ingest-") as tmp:
             work_dir = Path(tmp)
             # Pages are chunked and embedded while the reader reads the rest.
+            deadline = Deadline(settings.INGEST_DOCUMENT_TIMEOUT)
             stream = ChunkStream(
                 chunk_size=settings.CHUNK_SIZE,
                 chunk_overlap=settings.CHUNK_OVERLAP,
                 group=settings.EMBEDDING_BATCH_SIZE,
+                max_chunks=settings.INGEST_MAX_CHUNKS,
+                deadline=deadline,
             )
             try:
                 parsed = parse_file(
@@ -91,6 +95,7 @@ def _ingest(document_id: int) -> Document:
                     document.content_type,
                     work_dir=work_dir,
                     on_pages=stream.add_pages,
+                    deadline=deadline,
                 )
                 vectors = _embed(stream)
             finally:

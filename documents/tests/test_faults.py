@@ -445,30 +445,28 @@ def test_pdf_reader_survives_an_interrupt_meant_for_its_worker(shared_data, tmp_
     import json
     import subprocess
     import sys
-    import time
+    from dataclasses import replace
 
-    from documents.ingestion.reading import ROOT
+    from documents.ingestion.parsers import reader_limits
+    from documents.ingestion.reading import ROOT, child_request
 
     book = (
         shared_data
         / "pdfs/misc"
         / ("pypdf-sample__009-pdflatex-geotopo_GeoTopo-komprimiert.pdf")
     )
-    request = {
-        "format": "application/pdf",
-        "path": str(book),
-        "out_dir": str(tmp_path),
-        "image_width": 600,
-        "memory_mb": 0,
-    }
+    limits = replace(reader_limits(book.stat().st_size), image_width=600, memory_mb=0)
+    request = child_request(book, "application/pdf", work_dir=tmp_path, limits=limits)
     reader = subprocess.Popen(
         [sys.executable, "-m", "documents.ingestion.reader", json.dumps(request)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
     )
-    time.sleep(0.5)  # reading all 117 pages at 600 px takes a few seconds
+    # Interrupted once it is reading, whatever the machine's speed.
+    first = [reader.stdout.readline(), reader.stdout.readline()]
     reader.send_signal(signal.SIGINT)
-    output, _ = reader.communicate(timeout=300)
+    rest, _ = reader.communicate(timeout=300)
+    output = b"".join(first) + rest
     assert reader.returncode == 0
     messages = [json.loads(line) for line in output.splitlines()]
     assert messages[0]["page_count"] == 117

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from documents import listing
 from documents.filters import FilterError
+from documents.ingestion import formats
 from documents.limits import (
     LIST_LIMIT_DEFAULT,
     MAX_ID,
@@ -210,14 +211,10 @@ class GetPages(Tool):
     [Document <id>, Page <n>], its text, and its image (PNG) when type is
     "image" or "both".
 
-    Pages are counted from 1 (list_documents gives number_of_pages). A PDF page
-    or a page of a scanned image is a physical page; a slide of a presentation
-    and a sheet of a workbook (as a table) are one page each; Word, HTML,
-    e-book and Markdown documents are split into pages at their level-1 and
-    level-2 headings (a long section continues on the next page). A page whose
-    text was read from its image by OCR is marked "(text read by OCR)" after
-    its label: its text may contain recognition errors, so check the image
-    when a detail matters. Use the label when citing.
+    Pages are counted from 1 (list_documents gives number_of_pages). A page
+    whose text was read from its image by OCR is marked "(text read by OCR)"
+    after its label: its text may contain recognition errors, so check the
+    image when a detail matters. Use the label when citing.
     """
 
     name = "get_pages"
@@ -240,7 +237,8 @@ class GetPages(Tool):
     def description(self, channel: Channel) -> str:
         return (
             f"{super().description(channel)} At most {pages_cap(channel)} "
-            f"pages per call.\n\n{schemas.UNTRUSTED_TEXT}"
+            f"pages per call.\n\nPages by format: {formats.page_models()}."
+            f"\n\n{schemas.UNTRUSTED_TEXT}"
         )
 
     def input_schema(self, channel: Channel) -> dict:
