@@ -73,6 +73,7 @@ MIDDLEWARE = [
     "project.middleware.XFrameOptionsMiddleware",
     "project.middleware.ContentSecurityPolicyMiddleware",
     "project.middleware.AxesMiddleware",
+    "project.middleware.OAuthParametersMiddleware",
 ]
 
 # django-axes first: it refuses a locked-out sign-in before the password is
