@@ -50,6 +50,9 @@ from mcp_endpoint import views as mcp_views
 from project.api import access_denied_problem, problem
 
 ADMISSION_KEY = api_auth.ADMISSION_KEY
+# Where the route a request's path resolved to is kept, so the body limit and
+# the check resolve it once between them.
+ROUTE_KEY = "quire.route"
 # Admin bodies larger than this (file uploads) need a staff session first;
 # sign-in and ordinary form posts are far smaller.
 STAFF_BODY_BYTES = 256 * 1024
@@ -159,9 +162,16 @@ def scope_path_info(scope: dict) -> str:
     return path
 
 
+def scope_route(scope: dict) -> ResolverMatch | None:
+    """The route an ASGI request's path resolves to (None: no route)."""
+    if ROUTE_KEY not in scope:
+        scope[ROUTE_KEY] = route_match(scope_path_info(scope))
+    return scope[ROUTE_KEY]
+
+
 def body_rule(scope: dict) -> BodyRule:
     """The body rule of the route an ASGI request's path resolves to."""
-    return rule_for(route_match(scope_path_info(scope)))
+    return rule_for(scope_route(scope))
 
 
 def declared_length(scope: dict) -> int | None:
@@ -191,7 +201,7 @@ async def check_before_body(handler: ASGIHandler, scope: dict) -> HttpResponse |
         request.get_host()
     except SuspiciousOperation as exc:  # DisallowedHost: 400, as Django answers
         return response_for_exception(request, exc)
-    match = route_match(request.path_info)
+    match = scope_route(scope)
     rule = rule_for(match)
     if rule.check is None:
         return None
