@@ -20,8 +20,14 @@ would:
 6. Text files of random words (1 MB and 50 MB), then a small file: how each
    ends (within INGEST_DOCUMENT_TIMEOUT and INGEST_MAX_CHUNKS, with its
    reason), and how long the small file waits to be ready.
+7. Forwarded headers: 100 requests with a wrong key, each with a fresh
+   X-Forwarded-For (and X-Forwarded-Proto: https), from 127.0.0.1 with
+   PROXY_TRUSTED_HOPS=0: how many are throttled (429) after
+   AUTH_FAILURES_PER_MINUTE, which addresses the audit trail recorded, and the
+   scheme of the URL the 401 points at.
 
-    .venv/bin/python benchmarks/abuse.py --only text     # just case 6
+    .venv/bin/python benchmarks/abuse.py --only text        # just case 6
+    .venv/bin/python benchmarks/abuse.py --only forwarded   # just case 7
 """
 
 import argparse
@@ -267,15 +273,73 @@ def text_files(port: int, key: str) -> None:
         )
 
 
+FORWARDED_REQUESTS = 100
+
+
+def forwarded_headers(port: int) -> None:
+    """Case 6: see the module docstring."""
+    from django.conf import settings
+
+    from documents.models import AuditEvent
+
+    first_event = AuditEvent.objects.order_by("-id").values_list("id", flat=True)
+    after = first_event.first() or 0
+    statuses, challenges = [], set()
+    started = time.monotonic()
+    for number in range(FORWARDED_REQUESTS):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/mcp/{SLUG}",
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode(),
+            {
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+                "Authorization": "Bearer qk_wrong-key-of-the-right-length-000",
+                "X-Forwarded-For": f"203.0.{113 + number // 250}.{number % 250 + 1}",
+                "X-Forwarded-Proto": "https",
+            },
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request) as response:
+                statuses.append(response.status)
+        except urllib.error.HTTPError as error:
+            statuses.append(error.code)
+            challenge = error.headers.get("WWW-Authenticate", "")
+            if "resource_metadata=" in challenge:
+                url = challenge.split('resource_metadata="', 1)[1]
+                challenges.add(url.split("://", 1)[0])
+    elapsed = time.monotonic() - started
+    refused = AuditEvent.objects.filter(id__gt=after, action="auth.refused")
+    addresses = sorted(
+        {str(address) for address in refused.values_list("client_address", flat=True)}
+    )
+    first_throttled = statuses.index(429) + 1 if 429 in statuses else None
+    print(
+        f"   {FORWARDED_REQUESTS} wrong keys, each with its own X-Forwarded-For, in "
+        f"{elapsed:.1f} s: {statuses.count(401)} x 401, {statuses.count(429)} x 429 "
+        f"(the first 429 was request {first_throttled}; limit "
+        f"{settings.AUTH_FAILURES_PER_MINUTE} a minute per address)"
+    )
+    print(
+        f"   audit: {refused.count()} auth.refused rows, client addresses "
+        f"{addresses}; the 401's resource_metadata URL scheme: "
+        f"{sorted(challenges) or ['(no 401)']} (X-Forwarded-Proto: https was sent)"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slow-headers", type=int, default=800)
     parser.add_argument("--slow-bodies", type=int, default=300)
     parser.add_argument(
-        "--only", choices=["text"], help="run one case only (text: case 6)"
+        "--only",
+        choices=["text", "forwarded"],
+        help="run one case only (text: case 6, forwarded: case 7)",
     )
     args = parser.parse_args()
-    env = stack.boot("abuse", MCP_RATE_LIMIT_PER_MINUTE="100000")
+    env = stack.boot(
+        "abuse", MCP_RATE_LIMIT_PER_MINUTE="100000", PROXY_TRUSTED_HOPS="0"
+    )
     env["EMBEDDING_THREADS"] = "1"
 
     from django.db import connections
@@ -304,6 +368,10 @@ def main() -> int:
     try:
         if args.only == "text":
             text_files(port, writer.raw_key)
+            return 0
+        if args.only == "forwarded":
+            print("7. Forwarded headers from 127.0.0.1 (PROXY_TRUSTED_HOPS=0)")
+            forwarded_headers(port)
             return 0
         print("1. Unauthenticated bodies (a 200 MB upload)")
         for label, key in (("no key", None), ("read-only key", reader.raw_key)):
@@ -452,6 +520,8 @@ def main() -> int:
             print("   the tool said: " + first_error["result"]["content"][0]["text"])
 
         text_files(port, writer.raw_key)
+        print("7. Forwarded headers from 127.0.0.1 (PROXY_TRUSTED_HOPS=0)")
+        forwarded_headers(port)
     finally:
         for worker in workers:
             stack.stop(worker)

@@ -164,6 +164,8 @@ class Server:
                 str(self.workers),
                 "--http",
                 self.http,
+                # As Quire is served (demo.web): no client may set its address.
+                "--no-proxy-headers",
                 "--no-access-log",
                 "--log-level",
                 "warning",

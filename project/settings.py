@@ -85,6 +85,7 @@ MIDDLEWARE = [
     "project.middleware.XFrameOptionsMiddleware",
     "project.middleware.ContentSecurityPolicyMiddleware",
     "project.middleware.AxesMiddleware",
+    "project.middleware.OAuthParametersMiddleware",
 ]
 
 # django-axes first: it refuses a locked-out sign-in before the password is
@@ -397,13 +398,21 @@ OAUTH2_PROVIDER = {
 OAUTH_REGISTRATIONS_PER_HOUR = env_int("OAUTH_REGISTRATIONS_PER_HOUR", 30, minimum=1)
 LOGIN_URL = "signin:login"
 
-# HTTPS deployment (docs/production.md, "Behind a proxy").
+# HTTPS deployment (docs/production.md, "Behind a proxy"). X-Forwarded-Proto and
+# X-Forwarded-Host are believed only from a proxy PROXY_TRUSTED_HOPS declares:
+# without one, any client could set them and change the URLs Quire prints.
 SECURE_PROXY_SSL_HEADER = (
     ("HTTP_X_FORWARDED_PROTO", "https")
     if env_bool("DJANGO_BEHIND_TLS_PROXY", False)
     else None
 )
 USE_X_FORWARDED_HOST = env_bool("DJANGO_USE_X_FORWARDED_HOST", False)
+if (SECURE_PROXY_SSL_HEADER or USE_X_FORWARDED_HOST) and not PROXY_TRUSTED_HOPS:
+    raise ImproperlyConfigured(
+        "DJANGO_BEHIND_TLS_PROXY and DJANGO_USE_X_FORWARDED_HOST trust headers "
+        "set by a proxy, but PROXY_TRUSTED_HOPS=0 says there is none: set "
+        "PROXY_TRUSTED_HOPS to the number of proxies in front of Quire."
+    )
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)

@@ -24,7 +24,10 @@ class Target:
 
 def _channel_slug(request: HttpRequest, resource: str) -> str | None:
     """The slug of `resource` when it is one of this server's channel URLs."""
-    parts = urlsplit(resource)
+    try:
+        parts = urlsplit(resource)
+    except ValueError:  # an unterminated IPv6 host: not a URL of this server
+        return None
     here = urlsplit(request.build_absolute_uri("/"))
     if (parts.scheme.lower(), parts.netloc.lower()) != (
         here.scheme.lower(),

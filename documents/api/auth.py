@@ -19,7 +19,9 @@ from documents.models import MCP_PATH_PREFIX, Channel, Document
 # Where project.asgi leaves the admission it made before reading the body.
 ADMISSION_KEY = "quire.admission"
 API_PREFIX = "/api/"
-_CHANNEL_PATH = re.compile(r"^/api/channels/(?P<slug>[-a-zA-Z0-9_]+)(?P<rest>/.*)?$")
+# Any segment, as the route's `{slug}` matches it: a name no channel can have
+# (`al pha`) is still a channel path, checked like the others.
+_CHANNEL_PATH = re.compile(r"^/api/channels/(?P<slug>[^/]+)(?P<rest>/.*)?$")
 _WRITE_PATH = re.compile(r"^/documents(/\d+(/reingest)?)?/?$")
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 

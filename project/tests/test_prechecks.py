@@ -186,3 +186,66 @@ def test_a_database_outage_during_the_checks_is_a_json_rpc_error(keys, monkeypat
     assert answered == 503
     assert b"Retry-After" in headers
     assert json.loads(body)["error"]["code"] == -32603
+
+
+def run_application(upload: Upload, scope: dict | None = None):
+    """`upload` through the whole ASGI application (body limits included)."""
+    from project.asgi import application
+
+    async_to_sync(application)(scope or upload.scope(), upload.receive, upload.send)
+    start = upload.messages[0]
+    body = b"".join(m.get("body", b"") for m in upload.messages[1:])
+    return start["status"], dict(start["headers"]), body
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/nope",
+        "/api/channels",
+        "/api//channels/demo/documents",
+        "/api/channels/al pha/documents",
+        "/api/channels/demo/nope",
+        "/nope",
+        "/oauth/token/",
+        "/signin/login/",
+        "/citations/x",
+    ],
+)
+def test_bodies_on_paths_naming_no_channel_are_refused_before_they_are_read(keys, path):
+    """Finding 3: a 200 MB body without a key on an /api/ path that names no
+    channel (or a malformed one), or on any path that takes no large body, is
+    answered from its headers: not one body byte is read."""
+    upload = Upload(path, {"Content-Type": "multipart/form-data; boundary=x"})
+    answered, _, _ = run_application(upload)
+    assert answered in {401, 404, 405, 413}
+    assert upload.body_read == 0
+
+
+def test_a_malformed_channel_name_is_not_found_before_the_body(keys):
+    """With a valid key, `/api/channels/al%20pha/documents` is a 404 (no channel
+    can have that name) before the body is read; without one, a 401."""
+    headers = {"Content-Type": "multipart/form-data; boundary=x"}
+    signed = Upload(
+        "/api/channels/al pha/documents",
+        {**headers, "Authorization": f"Bearer {keys[1]}"},
+    )
+    assert run_application(signed)[0] == 404
+    assert signed.body_read == 0
+    anonymous = Upload("/api/channels/al pha/documents", headers)
+    assert run_application(anonymous)[0] == 401
+    assert anonymous.body_read == 0
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/channels/demo/documents", "/mcp/demo", "/oauth/register/"]
+)
+def test_an_unknown_host_is_a_400_before_any_check(keys, path):
+    """A body for a host outside ALLOWED_HOSTS is answered 400 (as Django does),
+    not a 500 from building the challenge's URL, and the body is not read."""
+    upload = Upload(path, {"Content-Type": "application/json"}, length=1000)
+    scope = upload.scope()
+    scope["headers"] = [(b"host", b"evil.example"), *upload.headers]
+    answered, _, _ = run_application(upload, scope)
+    assert answered == 400
+    assert upload.body_read == 0
