@@ -20,8 +20,9 @@ from urllib.robotparser import RobotFileParser
 import courlan
 import lxml.html
 from django.conf import settings
-from trafilatura.sitemaps import SitemapObject
+from trafilatura.sitemaps import DETECT_SITEMAP_LINK, SitemapObject
 from trafilatura.spider import parse_robots
+from trafilatura.utils import safe_relative_url
 
 from documents.sources.base import (
     BoundedReader,
@@ -47,6 +48,15 @@ MAX_CRAWL_DELAY = 60.0
 def origin(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc.lower()}"
+
+
+def canonical(url: str) -> str:
+    """The key of a page: no fragment, lower-case scheme and host, ``/`` for
+    an empty path, so one page is one key whichever link reached it."""
+    parts = urlsplit(urldefrag(url)[0])
+    path = parts.path or "/"
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{path}{query}"
 
 
 def is_sitemap_url(url: str) -> bool:
@@ -108,6 +118,19 @@ class FetchedSitemap(SitemapObject):
         self.content = self.fetch_text(self.current_url)
         self.seen.add(self.current_url)
 
+    def handle_link(self, link: str) -> None:
+        """trafilatura's, without its domain-name heuristics, which drop hosts
+        given as addresses; the same-site rule is the source's."""
+        if link == self.current_url:
+            return
+        link = courlan.clean_url(safe_relative_url(self.base_url, link)) or ""
+        if not link:
+            return
+        if DETECT_SITEMAP_LINK.search(link):
+            self.sitemap_urls.append(link)
+        else:
+            self.urls.append(link)
+
 
 class WebSource(Source):
     """Pages of one site (one scheme, host and port); key and ``source_url`` =
@@ -129,7 +152,7 @@ class WebSource(Source):
         sitemap_max_bytes: int,
         sitemap: bool | None = None,
     ) -> None:
-        self.url = urldefrag(url)[0]
+        self.url = canonical(url)
         self.site = origin(self.url)
         self.fetcher = fetcher
         self.max_bytes = max_bytes
@@ -283,7 +306,7 @@ class WebSource(Source):
             ) from None
         except SourceError as exc:
             return Skipped(url, exc.reason), None
-        final = urldefrag(response.url)[0]
+        final = canonical(response.url)
         if origin(final) != self.site:
             return None
         if response.status in (404, 410):
@@ -335,7 +358,7 @@ class WebSource(Source):
             return []
         links = []
         for link in sorted(found):
-            link = urldefrag(link)[0]
+            link = canonical(link)
             if origin(link) == self.site and self.allowed(link):
                 links.append(link)
         return links
@@ -367,7 +390,7 @@ class WebSource(Source):
             if len(sitemap.urls) > self.max_pages * 4 + 1000:
                 break
         urls = []
-        for url in dict.fromkeys(urldefrag(u)[0] for u in sitemap.urls):
+        for url in dict.fromkeys(canonical(u) for u in sitemap.urls):
             if origin(url) == self.site and self.allowed(url):
                 urls.append(url)
         return urls
