@@ -60,7 +60,7 @@ def never_reason(ip: IPAddress) -> str | None:
         return "a link-local address"
     if ip.is_multicast:
         return "a multicast address"
-    if ip.is_reserved:
+    if ip.is_reserved and not ip.is_loopback:
         return "a reserved address"
     return None
 
