@@ -84,6 +84,7 @@ class Fetcher:
         max_bytes: int,
         headers: Mapping[str, str] | None = None,
     ) -> Response:
+        start = url
         for _hop in range(self.max_redirects + 1):
             response = self.get_once(url, max_bytes=max_bytes, headers=headers)
             if response.status not in REDIRECTS:
@@ -92,7 +93,7 @@ class Fetcher:
             if not location:
                 return response
             url = urljoin(url, location.strip())
-        raise SourceError(f"{url} redirects more than {self.max_redirects} times.")
+        raise SourceError(f"{start} redirects more than {self.max_redirects} times.")
 
     def get_once(
         self,

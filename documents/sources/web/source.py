@@ -263,7 +263,7 @@ class WebSource(Source):
             yield item
 
     def list_sitemap(self, known: Mapping[str, str]) -> Iterator[Entry | Skipped]:
-        urls = self.sitemap_urls()
+        urls, unread = self.sitemap_urls()
         seen: set[str] = set()
         used = 0
         for pages, url in enumerate(urls):
@@ -280,6 +280,12 @@ class WebSource(Source):
                 used += len(response.body)
                 self.over_bytes(used)
             yield item
+        if unread:
+            raise BudgetExceeded(
+                f"{self.url} lists far more pages than the budget of "
+                f"{self.max_pages:,}; {unread} sitemaps were not read and nothing "
+                "past them is taken as removed."
+            )
 
     def over_bytes(self, used: int) -> None:
         if used > self.max_total_bytes:
@@ -363,9 +369,10 @@ class WebSource(Source):
                 links.append(link)
         return links
 
-    def sitemap_urls(self) -> list[str]:
+    def sitemap_urls(self) -> tuple[list[str], int]:
         """The page URLs of the sitemap and the sitemaps it nests, within
-        the sitemap and byte budgets."""
+        the sitemap and byte budgets, and how many sitemaps were left unread
+        once far more pages than the budget were found."""
         sitemap = FetchedSitemap(
             self.sitemap_text,
             base_url=self.site,
@@ -393,7 +400,7 @@ class WebSource(Source):
         for url in dict.fromkeys(canonical(u) for u in sitemap.urls):
             if origin(url) == self.site and self.allowed(url):
                 urls.append(url)
-        return urls
+        return urls, len(sitemap.sitemap_urls)
 
     def sitemap_text(self, url: str) -> str:
         response = self.fetcher.get(url, max_bytes=self.sitemap_max_bytes)

@@ -336,6 +336,28 @@ def test_links_and_redirects_to_private_addresses_are_refused_in_public_only_mod
     assert {host for _, host in state.requests} == {f"docs.example:{port}"}
 
 
+def test_a_redirect_loop_fails_its_page(site, web, settings):
+    """A page redirecting in a circle fails with the reason after
+    SOURCE_WEB_MAX_REDIRECTS hops; the rest of the site is listed."""
+    state, host = site
+    settings.SOURCE_WEB_HOSTS = ["127.0.0.1"]
+    settings.SOURCE_WEB_MAX_REDIRECTS = 3
+    state.page("/", '<a href="/loop-a">a</a> <a href="/fine">f</a>')
+    state.redirect("/loop-a", "/loop-b")
+    state.redirect("/loop-b", "/loop-a")
+    state.page("/fine", "fine")
+    items = list(web({"url": f"http://{host}/"}).list())
+    assert (
+        Skipped(
+            f"http://{host}/loop-a",
+            f"http://{host}/loop-a redirects more than 3 times.",
+        )
+        in items
+    )
+    assert sum(isinstance(i, Entry) for i in items) == 2
+    assert len([p for p, _ in state.requests if p.startswith("/loop")]) == 4
+
+
 def test_an_endless_calendar_ends_at_the_page_budget(site, web, settings):
     """A page linking to the next day forever is crawled up to the page
     budget, and the listing says it stopped there (never "everything")."""
