@@ -98,9 +98,7 @@ class FolderSource(Source):
                         continue
                 except OSError as exc:
                     raise self._cut_short(folder, exc) from None
-                if child.name.endswith(SIDECAR_SUFFIX) and (
-                    child.name.removesuffix(SIDECAR_SUFFIX) in names
-                ):
+                if child.name.endswith(SIDECAR_SUFFIX):
                     continue
                 item = self._entry(
                     Path(child.path), child.name + SIDECAR_SUFFIX in names
@@ -124,15 +122,21 @@ class FolderSource(Source):
         if not real.is_relative_to(self.root):
             raise SourceError(f"{entry.key} now points outside {self.root}.")
         try:
-            handle = open(real, "rb")  # noqa: SIM115 (returned to the caller)
+            # Non-blocking, so a file swapped for a FIFO since the listing is
+            # refused below instead of hanging the open.
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
         except FileNotFoundError:
             raise EntryGone(f"{entry.key} was removed since the listing.") from None
         except OSError as exc:
             raise SourceError(f"{entry.key} cannot be read ({exc.strerror}).") from None
-        size = os.fstat(handle.fileno()).st_size
-        if size > self.max_bytes:
-            handle.close()
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            raise SourceError(f"{entry.key} is no longer a regular file.")
+        if info.st_size > self.max_bytes:
+            os.close(fd)
             raise EntryTooLarge(too_large(entry.key, self.max_bytes))
+        handle = os.fdopen(fd, "rb")
         return BoundedReader(handle, limit=self.max_bytes, name=entry.key)
 
     def _entry(self, path: Path, has_sidecar: bool) -> Entry | Skipped | None:

@@ -83,7 +83,10 @@ class Fetcher:
         *,
         max_bytes: int,
         headers: Mapping[str, str] | None = None,
+        follow: Callable[[str], bool] = lambda url: True,
     ) -> Response:
+        """The response after redirects; a redirect ``follow`` refuses is
+        returned as it is."""
         start = url
         for _hop in range(self.max_redirects + 1):
             response = self.get_once(url, max_bytes=max_bytes, headers=headers)
@@ -92,7 +95,10 @@ class Fetcher:
             location = response.headers.get("location")
             if not location:
                 return response
-            url = urljoin(url, location.strip())
+            target = urljoin(url, location.strip())
+            if not follow(target):
+                return response
+            url = target
         raise SourceError(f"{start} redirects more than {self.max_redirects} times.")
 
     def get_once(

@@ -18,11 +18,12 @@ from urllib.parse import urldefrag, urlsplit
 from urllib.robotparser import RobotFileParser
 
 import courlan
+import lxml.etree
 import lxml.html
 from django.conf import settings
 from trafilatura.sitemaps import DETECT_SITEMAP_LINK, SitemapObject
 from trafilatura.spider import parse_robots
-from trafilatura.utils import safe_relative_url
+from trafilatura.utils import decode_file, safe_relative_url
 
 from documents.sources.base import (
     BoundedReader,
@@ -37,7 +38,13 @@ from documents.sources.base import (
     too_large,
 )
 from documents.sources.web.addresses import policy_from
-from documents.sources.web.fetch import Fetcher, Pacer, Response, Unreachable
+from documents.sources.web.fetch import (
+    REDIRECTS,
+    Fetcher,
+    Pacer,
+    Response,
+    Unreachable,
+)
 
 ROBOTS_MAX_BYTES = 512 * 1024
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -305,7 +312,9 @@ class WebSource(Source):
         elif known and known.startswith("modified:"):
             headers["If-Modified-Since"] = known.removeprefix("modified:")
         try:
-            response = self.fetcher.get(url, max_bytes=self.max_bytes, headers=headers)
+            response = self.fetcher.get(
+                url, max_bytes=self.max_bytes, headers=headers, follow=self.follows
+            )
         except Unreachable as exc:
             raise SourceError(
                 f"{exc.reason} The listing of {self.site} was cut short."
@@ -313,7 +322,7 @@ class WebSource(Source):
         except SourceError as exc:
             return Skipped(url, exc.reason), None
         final = canonical(response.url)
-        if origin(final) != self.site:
+        if origin(final) != self.site or response.status in REDIRECTS:
             return None
         if response.status in (404, 410):
             return None
@@ -336,7 +345,7 @@ class WebSource(Source):
         content_type = response.headers.get("content-type", "").split(";")[0].strip()
         metadata: dict[str, Any] = {}
         if self.is_html(response):
-            metadata = meta_tags(response.body.decode("utf-8", "replace"))
+            metadata = meta_tags(decode_file(response.body))
         self.keep(final, version, response.body)
         entry = Entry(
             key=final,
@@ -353,7 +362,7 @@ class WebSource(Source):
         """Same-site links of an HTML page that robots.txt allows."""
         try:
             found = courlan.extract_links(
-                response.body.decode("utf-8", "replace"),
+                decode_file(response.body),
                 url=response.url,
                 external_bool=False,
                 no_filter=True,
@@ -443,6 +452,11 @@ class WebSource(Source):
             pacer = self.fetcher.pacer
             pacer.delay = max(pacer.delay, min(float(delay), MAX_CRAWL_DELAY))
         return rules
+
+    def follows(self, url: str) -> bool:
+        """Whether a redirect to ``url`` is followed: robots.txt rules the
+        site's own pages; other hosts are for the address policy to judge."""
+        return origin(url) != self.site or self.allowed(url)
 
     def allowed(self, url: str) -> bool:
         return self.robots is None or self.robots.can_fetch(

@@ -52,6 +52,7 @@ def test_listings_follow_adds_changes_removals_renames_and_sidecars(root):
     touch(manuals / "2026" / "pump.txt", "Pump manual r1", 1_000)
     touch(manuals / "valve.txt", "Valve", 1_000)
     touch(manuals / ".draft.txt", "hidden", 1_000)
+    (manuals / "orphan.txt.meta.json").write_text("{}")
     (manuals / "2026" / "pump.txt.meta.json").write_text(json.dumps({"model": "P-1"}))
     source = build_source("folder", {"path": str(manuals)})
     first = listing(source)

@@ -155,6 +155,7 @@ def small_site(site: Site, host: str) -> None:
         '<html><head><title>Home</title><meta name="author" content="Ada"></head>'
         '<body><a href="/guide">Guide</a> <a href="/private/secret">s</a>'
         ' <a href="/old">old</a> <a href="https://elsewhere.example/x">x</a>'
+        ' <a href="/go-private">p</a>'
         "</body></html>",
     )
     site.page(
@@ -164,6 +165,7 @@ def small_site(site: Site, host: str) -> None:
         ETag='"g2"',
     )
     site.redirect("/old", "/new")
+    site.redirect("/go-private", "/private/secret")
     site.page("/new", "<html><body>New home of old</body></html>")
     site.page("/private/secret", "<html><body>secret</body></html>")
     site.pages["/sitemap.xml"] = (
