@@ -69,8 +69,10 @@ class Fetcher:
         timeout: float,
         max_redirects: int,
         user_agent: str,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.policy = policy
+        self.ssl_context = ssl_context or ssl.create_default_context()
         self.pacer = pacer
         self.timeout = timeout
         self.max_redirects = max_redirects
@@ -136,7 +138,7 @@ class Fetcher:
                 timeout=timeout,
                 retries=False,
                 maxsize=1,
-                ssl_context=ssl.create_default_context(),
+                ssl_context=self.ssl_context,
                 server_hostname=parts.hostname,
                 assert_hostname=parts.hostname,
             )
