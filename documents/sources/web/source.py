@@ -256,6 +256,17 @@ class WebSource(Source):
             url = queue.popleft()
             pages += 1
             outcome = self.fetch_page(url, seen)
+            if pages == 1 and (outcome is None or isinstance(outcome[0], Skipped)):
+                # Everything else is found from the start page: without it
+                # an empty listing would read as "every page was removed".
+                why = (
+                    outcome[0].reason
+                    if outcome
+                    else "is missing (404 or 410) or leads to another site"
+                )
+                raise SourceError(
+                    f"The start page {self.url}: {why} Nothing is taken as removed."
+                )
             if outcome is None:
                 continue
             item, response = outcome
@@ -271,6 +282,11 @@ class WebSource(Source):
 
     def list_sitemap(self, known: Mapping[str, str]) -> Iterator[Entry | Skipped]:
         urls, unread = self.sitemap_urls()
+        if not urls:
+            raise SourceError(
+                f"{self.url} lists no pages of {self.site} that robots.txt allows; "
+                "nothing is taken as removed."
+            )
         seen: set[str] = set()
         used = 0
         for pages, url in enumerate(urls):

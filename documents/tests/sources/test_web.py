@@ -468,6 +468,26 @@ def test_a_site_that_goes_away_mid_listing_cuts_the_listing_short(site, web, set
         list(listing)
 
 
+def test_a_start_page_that_is_gone_or_moved_off_site_is_not_an_empty_listing(
+    site, web, settings
+):
+    """A start page answering 404, or redirecting to another site, and a
+    sitemap listing no pages end with SourceError: an empty listing would
+    read as every page removed."""
+    state, host = site
+    settings.SOURCE_WEB_HOSTS = ["127.0.0.1", "localhost"]
+    port = host.split(":")[1]
+    with pytest.raises(SourceError, match="is missing"):
+        list(web({"url": f"http://{host}/"}).list())
+    state.redirect("/", f"http://localhost:{port}/elsewhere")
+    state.page("/elsewhere", "the site moved")
+    with pytest.raises(SourceError, match="leads to another site"):
+        list(web({"url": f"http://{host}/"}).list())
+    state.pages["/empty.xml"] = (200, {"Content-Type": "application/xml"}, b"<urlset/>")
+    with pytest.raises(SourceError, match="lists no pages"):
+        list(web({"url": f"http://{host}/empty.xml"}).list())
+
+
 def test_a_server_that_stops_cuts_the_listing_short(web, settings):
     """Nothing listening at all is a SourceError with the reason."""
     settings.SOURCE_WEB_HOSTS = ["127.0.0.1"]
