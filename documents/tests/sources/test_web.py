@@ -208,6 +208,9 @@ def test_a_crawl_follows_same_site_links_obeys_robots_and_sees_changes(
         assert source.open(guide).read() == state.pages["/guide"][2]
     assert not any(path.startswith("/private/") for path, _ in state.requests)
     requests_before = len(state.requests)
+    assert source.open(guide).read() == state.pages["/guide"][2]
+    assert len(state.requests) == requests_before + 1
+    requests_before += 1
 
     state.page("/guide", '<meta name="revision" content="3">Guide v3', ETag='"g3"')
     del state.pages["/new"]
@@ -499,10 +502,13 @@ def test_a_server_that_stops_cuts_the_listing_short(web, settings):
 
 
 def test_the_registry_builds_a_web_source_from_its_configuration(settings):
-    """``web`` is a kind in the one table; a bad start URL is refused."""
+    """``web`` is a kind in the one table; a bad start URL is refused, and
+    so is a kind that is not in the table."""
     settings.SOURCE_WEB_HOSTS = ["docs.example"]
     assert isinstance(build_source("web", {"url": "https://docs.example/"}), WebSource)
     with pytest.raises(SourceConfigError, match="http"):
         build_source("web", {"url": "file:///etc/passwd"})
     with pytest.raises(SourceConfigError, match="positive"):
         build_source("web", {"url": "https://docs.example/", "max_pages": -1})
+    with pytest.raises(SourceConfigError, match="'drive' is not a kind of source"):
+        build_source("drive", {})
