@@ -7,23 +7,17 @@ network goes through ``fetch.Fetcher``, which enforces the address rules.
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
-import zlib
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import urldefrag, urlsplit
+from urllib.parse import urlsplit
 from urllib.robotparser import RobotFileParser
 
 import courlan
-import lxml.etree
-import lxml.html
 from django.conf import settings
-from trafilatura.sitemaps import DETECT_SITEMAP_LINK, SitemapObject
-from trafilatura.spider import parse_robots
-from trafilatura.utils import decode_file, safe_relative_url
+from trafilatura.utils import decode_file
 
 from documents.sources.base import (
     BoundedReader,
@@ -45,98 +39,15 @@ from documents.sources.web.fetch import (
     Response,
     Unreachable,
 )
-
-ROBOTS_MAX_BYTES = 512 * 1024
-HTML_TYPES = ("text/html", "application/xhtml+xml")
-# robots.txt may ask for a slower pace; past this it is taken as this.
-MAX_CRAWL_DELAY = 60.0
-
-
-def origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc.lower()}"
-
-
-def canonical(url: str) -> str:
-    """The key of a page: no fragment, lower-case scheme and host, ``/`` for
-    an empty path, so one page is one key whichever link reached it."""
-    parts = urlsplit(urldefrag(url)[0])
-    path = parts.path or "/"
-    query = f"?{parts.query}" if parts.query else ""
-    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{path}{query}"
-
-
-def is_sitemap_url(url: str) -> bool:
-    path = urlsplit(url).path.lower()
-    return path.endswith((".xml", ".xml.gz")) or path.rsplit("/", 1)[-1] == "sitemap"
-
-
-def meta_tags(html: str) -> dict[str, str]:
-    """``<meta name|property|itemprop=… content=…>`` and the title, by name."""
-    try:
-        tree = lxml.html.fromstring(html)
-    except (ValueError, lxml.etree.ParserError):
-        return {}
-    found: dict[str, str] = {}
-    title = tree.findtext(".//title")
-    if title and title.strip():
-        found["title"] = title.strip()
-    for meta in tree.iter("meta"):
-        name = meta.get("name") or meta.get("property") or meta.get("itemprop")
-        content = meta.get("content")
-        if name and content is not None:
-            found[name.strip().lower()] = content.strip()
-    return found
-
-
-def page_version(response: Response) -> str:
-    etag = response.headers.get("etag")
-    if etag:
-        return f"etag:{etag}"
-    modified = response.headers.get("last-modified")
-    if modified:
-        return f"modified:{modified}"
-    return f"sha256:{hashlib.sha256(response.body).hexdigest()}"
-
-
-def decompress(data: bytes, url: str, limit: int) -> bytes:
-    """A gzip sitemap, inflated to at most ``limit`` bytes: a gzip bomb is
-    refused after ``limit + 1`` bytes of output."""
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = inflater.decompress(data, limit + 1)
-    except zlib.error:
-        raise SourceError(f"{url} is not a valid gzip file.") from None
-    if len(out) > limit:
-        raise BudgetExceeded(
-            f"{url} inflates past {limit:,} bytes (SOURCE_WEB_SITEMAP_MAX_BYTES)."
-        )
-    return out
-
-
-class FetchedSitemap(SitemapObject):
-    """trafilatura's sitemap parser, fed by our fetcher."""
-
-    def __init__(self, fetch_text: Callable[[str], str], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.fetch_text = fetch_text
-
-    def fetch(self) -> None:
-        self.content = self.fetch_text(self.current_url)
-        self.seen.add(self.current_url)
-
-    def handle_link(self, link: str) -> None:
-        """trafilatura's, without its domain-name heuristics, which drop hosts
-        given as addresses; the same-site rule is the source's."""
-        if link == self.current_url:
-            return
-        link = courlan.clean_url(safe_relative_url(self.base_url, link)) or ""
-        if not link:
-            return
-        if DETECT_SITEMAP_LINK.search(link):
-            self.sitemap_urls.append(link)
-        else:
-            self.urls.append(link)
+from documents.sources.web.pages import (
+    canonical,
+    is_html,
+    meta_tags,
+    origin,
+    page_version,
+)
+from documents.sources.web.robots import read_robots
+from documents.sources.web.sitemaps import is_sitemap_url, read_sitemaps
 
 
 class WebSource(Source):
@@ -232,7 +143,7 @@ class WebSource(Source):
     def list(self, known: Mapping[str, str] | None = None) -> Iterator[Entry | Skipped]:
         self.close()
         self.spool = tempfile.TemporaryDirectory(prefix="quire-web-")
-        self.robots = self.read_robots()
+        self.robots = read_robots(self.fetcher, self.site)
         if not self.allowed(self.url):
             raise SourceError(f"{self.site}/robots.txt disallows {self.url}.")
         if self.sitemap:
@@ -273,7 +184,7 @@ class WebSource(Source):
             if response is not None:
                 used += len(response.body)
                 self.over_bytes(used)
-                if self.is_html(response):
+                if is_html(response):
                     for link in self.links(response):
                         if link not in queued:
                             queued.add(link)
@@ -281,7 +192,14 @@ class WebSource(Source):
             yield item
 
     def list_sitemap(self, known: Mapping[str, str]) -> Iterator[Entry | Skipped]:
-        urls, unread = self.sitemap_urls()
+        found, unread = read_sitemaps(
+            self.fetcher,
+            self.url,
+            max_sitemaps=self.max_sitemaps,
+            max_bytes=self.sitemap_max_bytes,
+            enough=self.max_pages * 4 + 1000,
+        )
+        urls = [url for url in found if self.allowed(url)]
         if not urls:
             raise SourceError(
                 f"{self.url} lists no pages of {self.site} that robots.txt allows; "
@@ -360,7 +278,7 @@ class WebSource(Source):
         version = page_version(response)
         content_type = response.headers.get("content-type", "").split(";")[0].strip()
         metadata: dict[str, Any] = {}
-        if self.is_html(response):
+        if is_html(response):
             metadata = meta_tags(decode_file(response.body))
         self.keep(final, version, response.body)
         entry = Entry(
@@ -393,81 +311,6 @@ class WebSource(Source):
             if origin(link) == self.site and self.allowed(link):
                 links.append(link)
         return links
-
-    def sitemap_urls(self) -> tuple[list[str], int]:
-        """The page URLs of the sitemap and the sitemaps it nests, within
-        the sitemap and byte budgets, and how many sitemaps were left unread
-        once far more pages than the budget were found."""
-        sitemap = FetchedSitemap(
-            self.sitemap_text,
-            base_url=self.site,
-            domain=urlsplit(self.url).hostname or "",
-            sitemapsurls=[self.url],
-            external=True,
-        )
-        while sitemap.sitemap_urls:
-            if len(sitemap.seen) >= self.max_sitemaps:
-                raise BudgetExceeded(
-                    f"{self.url} nests more than {self.max_sitemaps} sitemaps "
-                    "(SOURCE_WEB_MAX_SITEMAPS); the listing was cut short."
-                )
-            sitemap.current_url = sitemap.sitemap_urls.pop()
-            sitemap.fetch()
-            sitemap.process()
-            sitemap.sitemap_urls = [
-                s
-                for s in dict.fromkeys(sitemap.sitemap_urls)
-                if s not in sitemap.seen and origin(s) == self.site
-            ]
-            if len(sitemap.urls) > self.max_pages * 4 + 1000:
-                break
-        urls = []
-        for url in dict.fromkeys(canonical(u) for u in sitemap.urls):
-            if origin(url) == self.site and self.allowed(url):
-                urls.append(url)
-        return urls, len(sitemap.sitemap_urls)
-
-    def sitemap_text(self, url: str) -> str:
-        response = self.fetcher.get(url, max_bytes=self.sitemap_max_bytes)
-        if response.status != 200:
-            raise SourceError(
-                f"The sitemap {url} answered HTTP {response.status}; the listing "
-                "was cut short."
-            )
-        body = response.body
-        if body[:2] == b"\x1f\x8b":
-            body = decompress(body, url, self.sitemap_max_bytes)
-        return body.decode("utf-8", "replace")
-
-    def read_robots(self) -> RobotFileParser:
-        robots_url = f"{self.site}/robots.txt"
-        try:
-            response = self.fetcher.get(robots_url, max_bytes=ROBOTS_MAX_BYTES)
-        except EntryTooLarge:
-            raise SourceError(f"{robots_url} is larger than expected.") from None
-        except SourceError as exc:
-            raise SourceError(
-                f"{exc.reason} The site was not listed (robots.txt is read first)."
-            ) from None
-        if response.status >= 500:
-            raise SourceError(
-                f"{robots_url} answered HTTP {response.status}; a site whose rules "
-                "cannot be read is not crawled."
-            )
-        text = (
-            response.body.decode("utf-8", "replace") if response.status == 200 else ""
-        )
-        rules = parse_robots(robots_url, text)
-        if rules is None:
-            rules = RobotFileParser(robots_url)
-            rules.parse([])
-        if response.status in (401, 403):
-            rules.disallow_all = True
-        delay = rules.crawl_delay(self.fetcher.user_agent)
-        if delay:
-            pacer = self.fetcher.pacer
-            pacer.delay = max(pacer.delay, min(float(delay), MAX_CRAWL_DELAY))
-        return rules
 
     def follows(self, url: str) -> bool:
         """Whether a redirect to ``url`` is followed: robots.txt rules the
@@ -511,11 +354,6 @@ class WebSource(Source):
             self.spool.cleanup()
         self.spool = None
         self.bodies = {}
-
-    @staticmethod
-    def is_html(response: Response) -> bool:
-        content_type = response.headers.get("content-type", "").lower()
-        return content_type.startswith(HTML_TYPES)
 
     @staticmethod
     def name(url: str) -> str:
