@@ -136,7 +136,7 @@ class S3Source(Source):
                         sidecars[last] = obj
                     else:
                         pending[last] = obj
-                for key in [k for k in pending if k + SIDECAR_SUFFIX < last]:
+                for key in [k for k in pending if k + SIDECAR_SUFFIX <= last]:
                     yield self._entry(pending.pop(key), sidecars, known)
             for key in list(pending):
                 yield self._entry(pending.pop(key), sidecars, known)

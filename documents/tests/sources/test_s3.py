@@ -85,18 +85,23 @@ def put(client, bucket: str, key: str, body: bytes, **metadata: str) -> None:
 def test_listings_follow_adds_changes_removals_renames_and_metadata(store):
     """Keys are object keys under the prefix; the version moves with the
     content and with an in-place metadata change; the object's user metadata
-    and its sidecar are the entry's metadata; other prefixes are not listed."""
+    and its sidecar are the entry's metadata, even when a key sorting between
+    them puts the sidecar on the next page; other prefixes are not listed."""
     bucket, client = store
     put(client, bucket, "docs/pump.txt", b"Pump r1", model="P-1")
     put(client, bucket, "docs/valve.txt", b"Valve")
     put(client, bucket, "docs/valve.txt.meta.json", json.dumps({"year": 2025}).encode())
-    put(client, bucket, "docs/valve.txt2", b"sorts between valve.txt and its sidecar")
+    put(
+        client, bucket, "docs/valve.txt-old", b"sorts between valve.txt and its sidecar"
+    )
     put(client, bucket, "other/ignored.txt", b"no")
     source = build_source(
         "s3", {"store": "archive", "bucket": bucket, "prefix": "docs/"}
     )
+    source.page_size = 2
     first = listing(source)
-    assert set(first) == {"pump.txt", "valve.txt", "valve.txt2"}
+    assert set(first) == {"pump.txt", "valve.txt", "valve.txt-old"}
+    assert first["valve.txt-old"].metadata == {}
     assert first["pump.txt"].metadata == {"model": "P-1"}
     assert first["valve.txt"].metadata == {"year": 2025}
     assert first["pump.txt"].size == 7
@@ -108,7 +113,7 @@ def test_listings_follow_adds_changes_removals_renames_and_metadata(store):
         Bucket=bucket, Key="docs/valve-v2.txt", CopySource=f"{bucket}/docs/valve.txt"
     )
     client.delete_object(Bucket=bucket, Key="docs/valve.txt")
-    client.delete_object(Bucket=bucket, Key="docs/valve.txt2")
+    client.delete_object(Bucket=bucket, Key="docs/valve.txt-old")
     second = listing(source)
     assert set(second) == {"pump.txt", "new.txt", "valve-v2.txt"}
     assert second["pump.txt"].version != first["pump.txt"].version
