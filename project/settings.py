@@ -16,8 +16,10 @@ from project.env import (
     env_chat_endpoints,
     env_choice,
     env_float,
+    env_folders,
     env_int,
     env_list,
+    env_s3_stores,
     env_str,
 )
 
@@ -303,6 +305,29 @@ MCP_MAX_PAGES_PER_CALL = env_int("MCP_MAX_PAGES_PER_CALL", 50, minimum=1)
 CHAT_MODEL_TIMEOUT = env_float("CHAT_MODEL_TIMEOUT", 30.0, minimum=1.0)
 # The only chat-model endpoints the server will call (project.env.env_chat_endpoints).
 CHAT_MODEL_ENDPOINTS = env_chat_endpoints("CHAT_MODEL_ENDPOINTS")
+
+# Sources a channel syncs from (documents.sources); the operator decides every
+# place the server may read. Folders: absolute paths, comma-separated.
+SOURCE_FOLDERS = env_folders("SOURCE_FOLDERS")
+# S3-compatible stores by name (project.env.env_s3_stores).
+SOURCE_S3_STORES = env_s3_stores("SOURCE_S3_STORES")
+# Websites: hosts allowed by name (host or host:port), and whether any host
+# whose every address is public is allowed besides them.
+SOURCE_WEB_HOSTS = env_list("SOURCE_WEB_HOSTS", [])
+SOURCE_WEB_PUBLIC_ONLY = env_bool("SOURCE_WEB_PUBLIC_ONLY", False)
+# A web listing's ceilings (a source may set lower ones): pages, bytes of all
+# pages, nested sitemaps, bytes of one sitemap; seconds between requests, per
+# request, and redirects followed per request.
+SOURCE_WEB_MAX_PAGES = env_int("SOURCE_WEB_MAX_PAGES", 1000, minimum=1)
+SOURCE_WEB_MAX_BYTES = env_int("SOURCE_WEB_MAX_BYTES", 512 * 1024 * 1024, minimum=1)
+SOURCE_WEB_MAX_SITEMAPS = env_int("SOURCE_WEB_MAX_SITEMAPS", 20, minimum=1)
+SOURCE_WEB_SITEMAP_MAX_BYTES = env_int(
+    "SOURCE_WEB_SITEMAP_MAX_BYTES", 10 * 1024 * 1024, minimum=1024
+)
+SOURCE_WEB_DELAY = env_float("SOURCE_WEB_DELAY", 1.0, minimum=0.0)
+SOURCE_WEB_TIMEOUT = env_float("SOURCE_WEB_TIMEOUT", 30.0, minimum=1.0)
+SOURCE_WEB_MAX_REDIRECTS = env_int("SOURCE_WEB_MAX_REDIRECTS", 5, minimum=0)
+SOURCE_WEB_USER_AGENT = env_str("SOURCE_WEB_USER_AGENT", "QuireBot/1.0")
 
 # Limits that hold before work starts (documents.access, documents.limits).
 # Longest query a search or answer takes, in characters.
