@@ -12,20 +12,15 @@ from django.conf import settings
 from django.core.management import get_commands
 
 from documents.ingestion.formats import FORMATS
+from project import env
 
 ROOT = Path(settings.BASE_DIR)
 DOCS = ROOT / "docs"
 README_MAX_LINES = 250
 QUIRE_APPS = {"project", "documents", "mcp_endpoint", "playground", "signin", "demo"}
-ENV_READERS = {
-    "env_str",
-    "env_bool",
-    "env_int",
-    "env_float",
-    "env_list",
-    "env_choice",
-    "env_chat_endpoints",
-}
+# Every reader project/env.py offers (env_int, env_bool, ...), so a new
+# reader is seen without this list being kept by hand.
+ENV_READERS = {name for name in dir(env) if name.startswith("env_")}
 
 
 def names_read_by_settings() -> set[str]:
