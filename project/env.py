@@ -72,14 +72,9 @@ def env_choice(name: str, default: str, choices: list[str]) -> str:
     return value
 
 
-def env_chat_endpoints(name: str) -> dict[str, dict]:
-    """The chat-model endpoints the operator declares, as JSON:
-    {"<name>": {"base_url": "https://…/v1", "api_key_env": "VAR", "models": [...]}}.
-
-    Channels pick one by name; nothing else can make the server call a URL or
-    read an environment variable on a channel editor's behalf. `api_key_env` and
-    `models` are optional (no key; any model name).
-    """
+def _json_object(name: str, of: str) -> dict:
+    """The JSON object in variable `name` ({} when unset); start-up stops on
+    anything else, naming the variable."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return {}
@@ -88,7 +83,19 @@ def env_chat_endpoints(name: str) -> dict[str, dict]:
     except ValueError as exc:
         raise ImproperlyConfigured(f"{name} is not valid JSON ({exc}).") from None
     if not isinstance(value, dict):
-        raise ImproperlyConfigured(f"{name} must be a JSON object of endpoints.")
+        raise ImproperlyConfigured(f"{name} must be a JSON object of {of}.")
+    return value
+
+
+def env_chat_endpoints(name: str) -> dict[str, dict]:
+    """The chat-model endpoints the operator declares, as JSON:
+    {"<name>": {"base_url": "https://…/v1", "api_key_env": "VAR", "models": [...]}}.
+
+    Channels pick one by name; nothing else can make the server call a URL or
+    read an environment variable on a channel editor's behalf. `api_key_env` and
+    `models` are optional (no key; any model name).
+    """
+    value = _json_object(name, "endpoints")
     endpoints = {}
     for key, spec in value.items():
         where = f"{name}[{key!r}]"
@@ -152,15 +159,7 @@ def env_s3_stores(name: str) -> dict[str, dict]:
     A source picks a store by name, so no form ever carries a key or an
     endpoint; the keys stay in the variables named here.
     """
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} is not valid JSON ({exc}).") from None
-    if not isinstance(value, dict):
-        raise ImproperlyConfigured(f"{name} must be a JSON object of stores.")
+    value = _json_object(name, "stores")
     stores = {}
     for key, spec in value.items():
         where = f"{name}[{key!r}]"
