@@ -7,6 +7,7 @@ functions, so every path validates and stores documents the same way.
 
 import logging
 import tempfile
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path, PureWindowsPath
 
@@ -17,6 +18,7 @@ from django.db import connection, transaction
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
+from documents import revisions
 from documents.access import Actor, audit
 from documents.ingestion import formats
 from documents.ingestion.chunking import TextChunk
@@ -33,7 +35,7 @@ from documents.ingestion.pipeline import ChunkStream, EmbeddingFailed
 from documents.ingestion.titles import file_title
 from documents.limits import clip
 from documents.metadata import clean_metadata
-from documents.models import Channel, Chunk, Document, Page
+from documents.models import Channel, Chunk, Document, DocumentRevision, Page
 from documents.search import indexing
 from documents.services.channels import bump_corpus_version
 from documents.services.queue import REINGESTING_REASON, enqueue_ingestion
@@ -100,31 +102,7 @@ def create_document(
     """
     if not isinstance(file, File):
         file = File(file)
-    # Windows paths split on both separators, so "..\\x.txt" loses its path too.
-    name = PureWindowsPath(filename or file.name or "").name
-    errors: list[str] = []
-    if not name:
-        errors.append("The file needs a name.")
-    if content_type is None:
-        content_type = getattr(file, "content_type", None)
-    try:
-        canonical_type = formats.resolve_content_type(content_type, name, file)
-    except formats.Refused as refused:
-        errors.append(f"{name or 'The file'}: {refused.reason}")
-        canonical_type = ""
-    else:
-        if canonical_type is None:
-            errors.append(
-                f"{name or 'The file'}: unsupported file type "
-                f"({content_type or 'unknown'}). Upload a "
-                f"{formats.SUPPORTED_DESCRIPTION}."
-            )
-    size = file.size or 0
-    if size > settings.UPLOAD_MAX_BYTES:
-        errors.append(
-            f"{name or 'The file'} is {filesizeformat(size)}; the upload limit is "
-            f"{filesizeformat(settings.UPLOAD_MAX_BYTES)}."
-        )
+    name, canonical_type, size, errors = check_file(file, filename, content_type)
     fields = list(channel.metadata_fields.all())
     try:
         cleaned = clean_metadata(fields, metadata)
@@ -163,13 +141,12 @@ def create_document(
         try:
             document.file.save(name, file, save=False)
         except OSError as exc:
-            logger.exception("Storing %s failed", name)
-            raise ValidationError(
-                f"{name} could not be stored ({exc.strerror or exc}); nothing was "
-                "saved. Try again later, or ask an administrator."
-            ) from exc
+            raise storing_failed(name, exc) from exc
         try:
             document.save()
+            revisions.record_revision(
+                document=document, number=1, file_name=document.file.name, actor=actor
+            )
             audit.record(
                 audit.Action.DOCUMENT_UPLOAD,
                 actor=actor,
@@ -183,6 +160,48 @@ def create_document(
         if enqueue:
             transaction.on_commit(partial(enqueue_ingestion, document.pk), robust=True)
     return document
+
+
+def check_file(
+    file: File, filename: str | None, content_type: str | None
+) -> tuple[str, str, int, list[str]]:
+    """(name, canonical content type, size, problems) of an uploaded file, for
+    create_document and replace_document_file: the same formats and size limit
+    for a new document and a new revision."""
+    # Windows paths split on both separators, so "..\\x.txt" loses its path too.
+    name = PureWindowsPath(filename or file.name or "").name
+    errors: list[str] = []
+    if not name:
+        errors.append("The file needs a name.")
+    if content_type is None:
+        content_type = getattr(file, "content_type", None)
+    try:
+        canonical_type = formats.resolve_content_type(content_type, name, file)
+    except formats.Refused as refused:
+        errors.append(f"{name or 'The file'}: {refused.reason}")
+        canonical_type = ""
+    else:
+        if canonical_type is None:
+            errors.append(
+                f"{name or 'The file'}: unsupported file type "
+                f"({content_type or 'unknown'}). Upload a "
+                f"{formats.SUPPORTED_DESCRIPTION}."
+            )
+    size = file.size or 0
+    if size > settings.UPLOAD_MAX_BYTES:
+        errors.append(
+            f"{name or 'The file'} is {filesizeformat(size)}; the upload limit is "
+            f"{filesizeformat(settings.UPLOAD_MAX_BYTES)}."
+        )
+    return name, canonical_type, size, errors
+
+
+def storing_failed(name: str, exc: OSError) -> ValidationError:
+    logger.exception("Storing %s failed", name)
+    return ValidationError(
+        f"{name} could not be stored ({exc.strerror or exc}); nothing was "
+        "saved. Try again later, or ask an administrator."
+    )
 
 
 def _lock_content(channel_id: int, sha256: str) -> None:
@@ -259,7 +278,11 @@ def delete_document(*, document: Document, actor: Actor) -> None:
             .select_related("channel")
             .get(pk=document.pk)
         )
-        names = [locked.file.name, *page_image_names(locked)]
+        names = [
+            locked.file.name,
+            *page_image_names(locked),
+            *revisions.stored_names(locked),
+        ]
         indexing.forget_chunks(locked.channel, locked.pk)
         audit.record(
             audit.Action.DOCUMENT_DELETE,
@@ -284,7 +307,9 @@ def delete_channel(*, channel: Channel, actor: Actor) -> None:
         channel.delete()
 
 
-def ingest_document(*, document_id: int) -> Document:
+def ingest_document(
+    *, document_id: int, on_switch: Callable[[], None] | None = None
+) -> Document:
     """Parse, chunk and embed the document, then swap in its new pages and chunks.
 
     Status moves pending → processing → ready, or failed with a reason a person
@@ -300,14 +325,29 @@ def ingest_document(*, document_id: int) -> Document:
     text anywhere (scanned) ends ready with has_text=False, its pages and images
     and no chunks. Raises Document.DoesNotExist if the document is (or gets)
     deleted.
+
+    A document given a new file (a pending revision, documents.revisions) is
+    read from that file, and the same replacement transaction makes it the
+    served revision. `on_switch` runs inside that transaction once the new
+    rows are written, before it commits (tests pause there).
     """
     # The lease tells recovery (services/recovery.py) this ingestion is alive.
     with ingestion_lease(document_id):
-        return _ingest(document_id)
+        document = _ingest(document_id, on_switch)
+        # A file given while this ran was not queued (one ingestion per
+        # document at a time), so it is read now.
+        while (
+            document.status == Status.READY
+            and revisions.pending_revision(document) is not None
+        ):
+            document = _ingest(document_id, on_switch)
+        return document
 
 
-def _ingest(document_id: int) -> Document:
+def _ingest(document_id: int, on_switch: Callable[[], None] | None) -> Document:
     document = _start_processing(document_id)
+    revision = revisions.pending_revision(document)
+    source = revisions.as_read(document, revision)
     new_images: dict[int, str] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="quire-ingest-") as tmp:
@@ -320,8 +360,8 @@ def _ingest(document_id: int) -> Document:
             )
             try:
                 parsed = parse_file(
-                    local_copy(document, work_dir),
-                    document.content_type,
+                    local_copy(source, work_dir),
+                    source.content_type,
                     work_dir=work_dir,
                     on_pages=stream.add_pages,
                 )
@@ -336,6 +376,8 @@ def _ingest(document_id: int) -> Document:
             vectors=vectors,
             model_name=stream.model_name,
             images=new_images,
+            revision=revision,
+            on_switch=on_switch,
         )
     except Document.DoesNotExist:
         delete_files(new_images.values())
@@ -391,6 +433,8 @@ def _replace_content(
     vectors: list,
     model_name: str,
     images: dict[int, str],
+    revision: DocumentRevision | None = None,
+    on_switch: Callable[[], None] | None = None,
 ) -> Document:
     with transaction.atomic():
         document = (
@@ -400,6 +444,10 @@ def _replace_content(
         )
         channel = document.channel
         old_images = page_image_names(document)
+        # A title kept over a new revision, as the document's metadata is.
+        retitle = revision is None or document.ingested_at is None
+        if revision is not None:
+            old_images = revisions.switch(document, revision, old_images=old_images)
         indexing.forget_chunks(channel, document.pk)
         Chunk.objects.filter(document=document).delete()
         Page.objects.filter(document=document).delete()
@@ -435,7 +483,7 @@ def _replace_content(
         Chunk.objects.bulk_create(new_chunks, batch_size=500)
 
         # A title the administrator gave wins; one Quire made up is replaced.
-        if document.title in _automatic_titles(document.original_filename):
+        if retitle and document.title in _automatic_titles(document.original_filename):
             document.title = clip(
                 _metadata_title(channel.metadata_fields.all(), document.metadata)
                 or parsed.title
@@ -451,6 +499,8 @@ def _replace_content(
         document.ingested_at = timezone.now()
         document.save()
         bump_corpus_version(channel_id=channel.pk)
+        if on_switch is not None:
+            on_switch()
         transaction.on_commit(partial(delete_files, old_images))
     return document
 

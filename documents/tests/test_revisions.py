@@ -1,0 +1,200 @@
+"""Revisions: a document given a new file keeps its id, title and metadata;
+the history, the retention of older originals, and the pages kept for
+citations (documents.revisions, documents.services.revisions)."""
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.core.files.storage import default_storage
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from documents import revisions
+from documents.access import COMMAND_LINE, Actor
+from documents.models import AuditEvent, Chunk, Document, DocumentRevision, Page
+from documents.services.documents import (
+    create_document,
+    delete_document,
+    ingest_document,
+)
+from documents.services.revisions import replace_document_file
+from documents.tests.fixtures import make_pdf
+
+pytestmark = pytest.mark.django_db
+
+FIELDS = [{"name": "year", "type": "number"}]
+
+
+@pytest.fixture(autouse=True)
+def _small_images(settings):
+    settings.PAGE_IMAGE_WIDTH = 120
+
+
+def _pdf(name: str, *pages: str) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, make_pdf(list(pages)), "application/pdf")
+
+
+def _ready(channel, upload, **options) -> Document:
+    document = create_document(
+        actor=COMMAND_LINE, channel=channel, file=upload, enqueue=False, **options
+    )
+    return ingest_document(document_id=document.pk)
+
+
+def test_a_new_document_is_revision_one(make_channel):
+    """Every upload is revision 1, with its history row: who, SHA-256, size
+    and the stored original."""
+    channel = make_channel()
+    document = create_document(
+        actor=COMMAND_LINE,
+        channel=channel,
+        file=SimpleUploadedFile("a.txt", b"words", "text/plain"),
+        enqueue=False,
+    )
+    (first,) = revisions.history(document)
+    assert document.revision == 1 and document.revised_at is not None
+    assert (first.number, first.sha256, first.size) == (1, document.sha256, 5)
+    assert first.file.name == document.file.name
+    assert first.actor == "command line"
+
+
+def test_replacing_keeps_id_title_metadata_and_switches_on_ingestion(
+    make_channel, fake_embedder, django_capture_on_commit_callbacks
+):
+    """The old revision stays served until the new one is ingested; then the
+    same document (id, title, metadata) serves the new file, pages and chunks,
+    and the old original is kept."""
+    channel = make_channel(fields=FIELDS)
+    document = _ready(
+        channel,
+        _pdf("manual.pdf", "old first page", "old second page"),
+        title="The manual",
+        metadata={"year": 2024},
+    )
+    user = Actor(via="admin")
+    with django_capture_on_commit_callbacks() as callbacks:
+        revision, created = replace_document_file(
+            document=document,
+            file=_pdf("manual-v2.pdf", "new only page"),
+            actor=user,
+        )
+    assert created and revision.number == 2 and len(callbacks) == 1
+    document.refresh_from_db()
+    assert document.revision == 1 and document.page_count == 2
+    assert Chunk.objects.filter(document=document).first().text.startswith("old")
+
+    document = ingest_document(document_id=document.pk)
+    document.refresh_from_db()
+    assert (document.revision, document.page_count, document.status) == (2, 1, "ready")
+    assert (document.title, document.metadata) == ("The manual", {"year": 2024})
+    assert document.original_filename == "manual-v2.pdf"
+    assert document.sha256 == revision.sha256
+    assert [c.text for c in Chunk.objects.filter(document=document)] == [
+        "new only page"
+    ]
+    old, new = DocumentRevision.objects.filter(document=document).order_by("number")
+    assert default_storage.exists(old.file.name)
+    assert new.served_at is not None
+    audit = AuditEvent.objects.get(action=AuditEvent.Action.DOCUMENT_REVISE)
+    assert audit.object_id == str(document.pk) and "revision 2" in audit.detail
+
+
+def test_the_same_content_again_is_a_no_op(make_channel, fake_embedder):
+    """A file whose content is already the served revision adds nothing."""
+    channel = make_channel()
+    document = _ready(channel, _pdf("a.pdf", "one page"))
+    revision, created = replace_document_file(
+        document=document, file=_pdf("renamed.pdf", "one page"), actor=COMMAND_LINE
+    )
+    assert not created and revision.number == 1
+    assert DocumentRevision.objects.filter(document=document).count() == 1
+    assert not AuditEvent.objects.filter(action=AuditEvent.Action.DOCUMENT_REVISE)
+
+
+def test_a_refused_file_changes_nothing(make_channel, fake_embedder, settings):
+    """A revision is checked as an upload is (formats, size)."""
+    channel = make_channel()
+    document = _ready(channel, _pdf("a.pdf", "one page"))
+    with pytest.raises(ValidationError, match="unsupported file type"):
+        replace_document_file(
+            document=document,
+            file=SimpleUploadedFile("x.exe", b"MZ\x90", "application/x-msdownload"),
+            actor=COMMAND_LINE,
+        )
+    settings.UPLOAD_MAX_BYTES = 10
+    with pytest.raises(ValidationError, match="upload limit"):
+        replace_document_file(
+            document=document, file=_pdf("b.pdf", "another"), actor=COMMAND_LINE
+        )
+    assert DocumentRevision.objects.filter(document=document).count() == 1
+
+
+def test_older_pages_are_kept_for_citations(make_channel, fake_embedder):
+    """The served pages move to their revision when a new one is served, with
+    their text, line boxes and images."""
+    channel = make_channel()
+    document = _ready(channel, _pdf("a.pdf", "old words here"))
+    old_page = Page.objects.get(document=document)
+    replace_document_file(
+        document=document, file=_pdf("b.pdf", "new words"), actor=COMMAND_LINE
+    )
+    document = ingest_document(document_id=document.pk)
+    kept = revisions.revision_page(document, 1, 1)
+    assert kept.text == old_page.text and kept.lines == old_page.lines
+    assert kept.image.name == old_page.image.name
+    assert default_storage.exists(kept.image.name)
+    assert revisions.revision_page(document, 2, 1) is None
+
+
+def test_retention_drops_originals_beyond_the_kept_count(
+    make_channel, fake_embedder, settings, django_capture_on_commit_callbacks
+):
+    """With DOCUMENT_REVISIONS_KEPT=2, a third revision drops the first
+    revision's original and kept pages; its history row stays."""
+    settings.DOCUMENT_REVISIONS_KEPT = 2
+    channel = make_channel()
+    document = _ready(channel, _pdf("a.pdf", "first"))
+    first_name = document.file.name
+    for number, text in ((2, "second"), (3, "third")):
+        replace_document_file(
+            document=document, file=_pdf(f"{text}.pdf", text), actor=COMMAND_LINE
+        )
+        with django_capture_on_commit_callbacks(execute=True):
+            document = ingest_document(document_id=document.pk)
+        assert document.revision == number
+    first, second, third = DocumentRevision.objects.filter(document=document).order_by(
+        "number"
+    )
+    assert first.file.name == "" and not default_storage.exists(first_name)
+    assert revisions.revision_page(document, 1, 1) is None
+    assert default_storage.exists(second.file.name)
+    assert revisions.revision_page(document, 2, 1).text == "second"
+    assert third.file.name == document.file.name
+
+
+def test_a_file_given_during_ingestion_is_read_next(make_channel, fake_embedder):
+    """Two replacements before one ingestion: the newest file is served."""
+    channel = make_channel()
+    document = _ready(channel, _pdf("a.pdf", "first"))
+    for text in ("second", "third"):
+        replace_document_file(
+            document=document, file=_pdf(f"{text}.pdf", text), actor=COMMAND_LINE
+        )
+    document = ingest_document(document_id=document.pk)
+    assert document.revision == 3
+    assert Chunk.objects.get(document=document).text == "third"
+
+
+def test_deleting_the_document_deletes_every_revision(
+    make_channel, fake_embedder, django_capture_on_commit_callbacks
+):
+    """Deleting a document deletes all its revisions' originals and kept pages."""
+    channel = make_channel()
+    document = _ready(channel, _pdf("a.pdf", "first"))
+    replace_document_file(
+        document=document, file=_pdf("b.pdf", "second"), actor=COMMAND_LINE
+    )
+    document = ingest_document(document_id=document.pk)
+    names = [r.file.name for r in DocumentRevision.objects.filter(document=document)]
+    names.append(revisions.revision_page(document, 1, 1).image.name)
+    with django_capture_on_commit_callbacks(execute=True):
+        delete_document(document=document, actor=COMMAND_LINE)
+    assert not any(default_storage.exists(name) for name in names)
