@@ -85,7 +85,11 @@ MIDDLEWARE = [
     "project.middleware.XFrameOptionsMiddleware",
     "project.middleware.ContentSecurityPolicyMiddleware",
     "project.middleware.AxesMiddleware",
+    # Django reads multipart bodies of POSTs only; the REST API's one PUT with
+    # a file (a document's new revision) needs it read too.
+    "ninja.compatibility.files.fix_request_files_middleware",
 ]
+NINJA_FIX_REQUEST_FILES_METHODS = {"PUT"}
 
 # django-axes first: it refuses a locked-out sign-in before the password is
 # checked (settings below).

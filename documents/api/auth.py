@@ -20,7 +20,7 @@ from documents.models import MCP_PATH_PREFIX, Channel, Document
 ADMISSION_KEY = "quire.admission"
 API_PREFIX = "/api/"
 _CHANNEL_PATH = re.compile(r"^/api/channels/(?P<slug>[-a-zA-Z0-9_]+)(?P<rest>/.*)?$")
-_WRITE_PATH = re.compile(r"^/documents(/\d+(/reingest)?)?/?$")
+_WRITE_PATH = re.compile(r"^/documents(/\d+(/reingest|/file)?)?/?$")
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
@@ -38,7 +38,7 @@ class ApiKeyHeader(APIKeyHeader):
 
 def required_scope(method: str, path: str) -> tuple[str | None, str]:
     """(channel slug or None, scope) that a REST request needs: writes to a
-    channel's documents (upload, delete, re-ingest) need "write", all else
+    channel's documents (upload, delete, re-ingest, a new file) need "write", all else
     "read"."""
     match = _CHANNEL_PATH.match(path)
     if match is None:
