@@ -127,15 +127,33 @@ class Answer(BaseModel):
         )
 
 
+REVISION = (
+    "The revision the document serves: 1 for its first file, one more for each "
+    "new file it was given (same id, title and metadata)."
+)
+REVISED_AT = "When that revision was first served (ISO 8601)."
+
+
+def revision_of(document: Any) -> dict:
+    """A document's `revision` and `revised_at` as list_documents, get_pages
+    and documents://metadata send them."""
+    return {
+        "revision": document.revision,
+        "revised_at": document.revised_at.isoformat(),
+    }
+
+
 class DocumentRow(BaseModel):
-    """A row of list_documents: id, title, pages, then the channel's filterable
-    fields (which differ per channel, hence extra fields)."""
+    """A row of list_documents: id, title, pages, revision, then the channel's
+    filterable fields (which differ per channel, hence extra fields)."""
 
     model_config = ConfigDict(extra="allow")
 
     id: int
     title: str
     number_of_pages: int
+    revision: int = Field(description=REVISION)
+    revised_at: str = Field(description=REVISED_AT)
 
 
 class DocumentPage(BaseModel):
