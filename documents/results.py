@@ -54,6 +54,9 @@ class RetrievedChunk(BaseModel):
     score: float
     metadata: dict = Field(default_factory=dict)
     regions: list[Region] = Field(default_factory=list, description=REGIONS)
+    # The document's revision the chunk belongs to, for citation links; never
+    # sent.
+    revision: int | None = Field(None, exclude=True)
 
 
 class ChunkList(BaseModel):
@@ -85,6 +88,8 @@ class Citation(BaseModel):
     # for building links, never sent.
     start: int | None = Field(None, exclude=True)
     end: int | None = Field(None, exclude=True)
+    # The cited document's revision, so its link keeps opening that revision.
+    revision: int | None = Field(None, exclude=True)
 
     def public(self) -> dict:
         """As clients receive it (the span stays here)."""
@@ -114,7 +119,12 @@ class Answer(BaseModel):
         return {
             "answer": self.text,
             "citations": [
-                {**citation.model_dump(), "start": citation.start, "end": citation.end}
+                {
+                    **citation.model_dump(),
+                    "start": citation.start,
+                    "end": citation.end,
+                    "revision": citation.revision,
+                }
                 for citation in self.citations
             ],
         }
