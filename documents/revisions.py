@@ -21,17 +21,15 @@ from documents.access import Actor
 from documents.models import Document, DocumentRevision, Page, RevisionPage
 
 
-def record_revision(
-    *, document: Document, number: int, file_name: str, actor: Actor
-) -> DocumentRevision:
-    """Write the history row of a file stored for `document` (the file's name,
-    type, size and SHA-256 are the document's for revision 1, else given by the
-    caller on the returned row before it is saved again)."""
+def record_first_revision(*, document: Document, actor: Actor) -> DocumentRevision:
+    """Write revision 1 of a new document: its stored file as uploaded, so the
+    history starts with the upload."""
     return DocumentRevision.objects.create(
         document=document,
-        number=number,
-        served_at=timezone.now() if number == 1 else None,
-        file=file_name,
+        number=1,
+        created_at=document.created_at,
+        served_at=document.created_at,
+        file=document.file.name,
         original_filename=document.original_filename,
         content_type=document.content_type,
         size=document.size,

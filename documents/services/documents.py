@@ -144,9 +144,7 @@ def create_document(
             raise storing_failed(name, exc) from exc
         try:
             document.save()
-            revisions.record_revision(
-                document=document, number=1, file_name=document.file.name, actor=actor
-            )
+            revisions.record_first_revision(document=document, actor=actor)
             audit.record(
                 audit.Action.DOCUMENT_UPLOAD,
                 actor=actor,
