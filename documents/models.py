@@ -422,6 +422,8 @@ class DocumentRevision(models.Model):
     # When it became the served revision (None: not ingested yet, or skipped
     # for a newer one).
     served_at = models.DateTimeField("served from", null=True, blank=True)
+    # Why its file could not be read while an older revision stayed served.
+    failure = models.TextField(blank=True)
     file = models.FileField(upload_to=revision_upload_to, max_length=500, blank=True)
     original_filename = models.CharField("file name", max_length=255)
     content_type = models.CharField(max_length=100)

@@ -51,11 +51,24 @@ def next_number(document: Document) -> int:
 
 def pending_revision(document: Document) -> DocumentRevision | None:
     """The newest revision given after the served one, which the next
-    ingestion reads; None when the served revision is the newest."""
+    ingestion reads; None when the served revision is the newest (or the newer
+    file could not be read)."""
     return (
-        DocumentRevision.objects.filter(document=document, number__gt=document.revision)
+        DocumentRevision.objects.filter(
+            document=document, number__gt=document.revision, failure=""
+        )
         .order_by("-number")
         .first()
+    )
+
+
+def record_failure(document: Document, revision: DocumentRevision, reason: str) -> str:
+    """Note that `revision` could not be read while `document` keeps serving
+    its revision; returns the document's status reason saying so."""
+    DocumentRevision.objects.filter(pk=revision.pk).update(failure=reason[:2000])
+    return (
+        f"Revision {revision.number} ({revision.original_filename}) could not be "
+        f"read, so revision {document.revision} is still served: {reason}"
     )
 
 

@@ -39,6 +39,8 @@ INLINE_TYPES = {
 def _served(revision: DocumentRevision, document: Document) -> str:
     if revision.served_at is not None:
         return short_datetime(revision.served_at)
+    if revision.failure:
+        return f"never: could not be read ({excerpt(revision.failure, 80)})"
     if revision.number > document.revision:
         return "waiting to be read"
     return "never (a newer file came first)"

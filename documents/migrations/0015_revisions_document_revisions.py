@@ -76,6 +76,7 @@ class Migration(migrations.Migration):
                 ('number', models.PositiveIntegerField()),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now, verbose_name='uploaded')),
                 ('served_at', models.DateTimeField(blank=True, null=True, verbose_name='served from')),
+                ('failure', models.TextField(blank=True)),
                 ('file', models.FileField(blank=True, max_length=500, upload_to=documents.models.revision_upload_to)),
                 ('original_filename', models.CharField(max_length=255, verbose_name='file name')),
                 ('content_type', models.CharField(max_length=100)),

@@ -382,14 +382,14 @@ def _ingest(document_id: int, on_switch: Callable[[], None] | None) -> Document:
         raise
     except UnreadableFile as exc:
         delete_files(new_images.values())
-        return _mark_failed(document_id, exc.reason)
+        return _mark_failed(document_id, exc.reason, revision)
     except EmbeddingFailed:
         delete_files(new_images.values())
-        return _mark_failed(document_id, EMBEDDING_ERROR_REASON)
+        return _mark_failed(document_id, EMBEDDING_ERROR_REASON, revision)
     except Exception:
         logger.exception("Ingesting document %s failed", document_id)
         delete_files(new_images.values())
-        return _mark_failed(document_id, INTERNAL_ERROR_REASON)
+        return _mark_failed(document_id, INTERNAL_ERROR_REASON, revision)
 
 
 def _metadata_title(fields, metadata: dict) -> str:
@@ -503,10 +503,16 @@ def _replace_content(
     return document
 
 
-def _mark_failed(document_id: int, reason: str) -> Document:
+def _mark_failed(
+    document_id: int, reason: str, revision: DocumentRevision | None = None
+) -> Document:
     with transaction.atomic():
         document = Document.objects.select_for_update().get(pk=document_id)
-        document.status = Status.FAILED
+        if revision is not None and document.status == Status.READY:
+            # A new file that can't be read leaves the served revision served.
+            reason = revisions.record_failure(document, revision, reason)
+        else:
+            document.status = Status.FAILED
         document.status_reason = reason[:MAX_REASON_CHARS]
         document.save(update_fields=["status", "status_reason", "updated_at"])
     return document

@@ -43,8 +43,9 @@ def replace_document_file(
     that revision is returned with created=False. Otherwise the revision is
     stored and audited (`document.revise`) and, with `enqueue`, ingested after
     commit; until its ingestion switches to it, the document serves the
-    previous revision, searchable as before. A document that had failed goes
-    back to pending.
+    previous revision, searchable as before (and still when the new file can't
+    be read: the revision records why). A document that had failed goes back
+    to pending.
     """
     if not isinstance(file, File):
         file = File(file)
@@ -60,7 +61,7 @@ def replace_document_file(
         )
         same = (
             DocumentRevision.objects.filter(
-                document=locked, sha256=sha256, number__gte=locked.revision
+                document=locked, sha256=sha256, number__gte=locked.revision, failure=""
             )
             .order_by("-number")
             .first()

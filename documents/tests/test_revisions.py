@@ -198,3 +198,30 @@ def test_deleting_the_document_deletes_every_revision(
     with django_capture_on_commit_callbacks(execute=True):
         delete_document(document=document, actor=COMMAND_LINE)
     assert not any(default_storage.exists(name) for name in names)
+
+
+def test_a_new_file_that_cannot_be_read_leaves_the_old_revision_served(
+    make_channel, fake_embedder
+):
+    """A corrupt new file fails its revision, not the document: the previous
+    revision stays ready and searchable, the reason says so, and giving the
+    file again is a new attempt rather than a no-op."""
+    channel = make_channel()
+    document = _ready(channel, _pdf("a.pdf", "still served"))
+    broken = b"%PDF-1.4\n1 0 obj <<>> endobj\ntruncated"
+    replace_document_file(
+        document=document,
+        file=SimpleUploadedFile("b.pdf", broken, "application/pdf"),
+        actor=COMMAND_LINE,
+    )
+    document = ingest_document(document_id=document.pk)
+    assert (document.status, document.revision) == ("ready", 1)
+    assert document.status_reason.startswith("Revision 2 (b.pdf) could not be read")
+    assert Chunk.objects.get(document=document).text == "still served"
+    assert DocumentRevision.objects.get(document=document, number=2).failure
+    revision, created = replace_document_file(
+        document=document,
+        file=SimpleUploadedFile("b.pdf", broken, "application/pdf"),
+        actor=COMMAND_LINE,
+    )
+    assert created and revision.number == 3
