@@ -6,6 +6,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from documents import revisions
 from documents.access import COMMAND_LINE, Actor
@@ -225,3 +227,45 @@ def test_a_new_file_that_cannot_be_read_leaves_the_old_revision_served(
         actor=COMMAND_LINE,
     )
     assert created and revision.number == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_gives_existing_documents_revision_one():
+    """Documents from before revisions get revision 1 from their current file,
+    dated with their upload."""
+    before = [("documents", "0014_signin_audit_actions")]
+    after = [("documents", "0015_revisions_document_revisions")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    channel = old.get_model("documents", "Channel").objects.create(
+        slug="old", name="Old"
+    )
+    document = old.get_model("documents", "Document").objects.create(
+        channel=channel,
+        title="Manual",
+        file="channels/1/originals/manual.pdf",
+        original_filename="manual.pdf",
+        content_type="application/pdf",
+        size=123,
+        sha256="ab" * 32,
+    )
+    try:
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        new = executor.loader.project_state(after).apps
+        migrated = new.get_model("documents", "Document").objects.get(pk=document.pk)
+        assert (migrated.revision, migrated.revised_at) == (1, migrated.created_at)
+        (first,) = new.get_model("documents", "DocumentRevision").objects.filter(
+            document_id=document.pk
+        )
+        assert (first.number, first.file.name, first.size, first.sha256) == (
+            1,
+            "channels/1/originals/manual.pdf",
+            123,
+            "ab" * 32,
+        )
+    finally:
+        MigrationExecutor(connection).migrate(
+            MigrationExecutor(connection).loader.graph.leaf_nodes()
+        )
