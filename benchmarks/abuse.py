@@ -17,6 +17,17 @@ would:
 4. A 100-page PDF sharing one noise image: page-image bytes per input byte.
 5. Twelve parallel get_pages calls for images of 10 pages: the replies, and
    the web workers' peak memory during and after.
+6. Text files of random words (1 MB and 50 MB), then a small file: how each
+   ends (within INGEST_DOCUMENT_TIMEOUT and INGEST_MAX_CHUNKS, with its
+   reason), and how long the small file waits to be ready.
+7. Forwarded headers: 100 requests with a wrong key, each with a fresh
+   X-Forwarded-For (and X-Forwarded-Proto: https), from 127.0.0.1 with
+   PROXY_TRUSTED_HOPS=0: how many are throttled (429) after
+   AUTH_FAILURES_PER_MINUTE, which addresses the audit trail recorded, and the
+   scheme of the URL the 401 points at.
+
+    .venv/bin/python benchmarks/abuse.py --only text        # just case 6
+    .venv/bin/python benchmarks/abuse.py --only forwarded   # just case 7
 """
 
 import argparse
@@ -38,7 +49,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import stack  # noqa: E402
 
 # The hostile files are the ones the ingestion tests and benchmark build.
-from documents.tests.fixtures import noise_image_pdf, rectangles_pdf  # noqa: E402
+from documents.tests.fixtures import (  # noqa: E402
+    noise_image_pdf,
+    random_words,
+    rectangles_pdf,
+)
 
 SLUG = "abuse"
 BIG = 200 * 1024 * 1024
@@ -217,12 +232,114 @@ def web_rss(web) -> int:
     return total
 
 
+def text_files(port: int, key: str) -> None:
+    """Case 6: a 1 MB and a 50 MB text file of random words, then a small
+    file once both are queued (two ingestion workers). Before the per-document
+    deadline and chunk budget, the 1 MB file took 254 s on a busy machine and
+    the 50 MB one would have held its worker for hours."""
+    from django.conf import settings
+
+    from documents.models import Document
+
+    print(
+        "6. Text files of random words, then a small file (2 ingestion workers; "
+        f"INGEST_DOCUMENT_TIMEOUT {settings.INGEST_DOCUMENT_TIMEOUT:g} s, "
+        f"INGEST_MAX_CHUNKS {settings.INGEST_MAX_CHUNKS:,})"
+    )
+    files = {
+        "words-1mb.txt": random_words(1_000_000),
+        # Random words still, built from 1 MB pieces to save the generator time.
+        "words-50mb.txt": random_words(1_000_000, seed=8) * 50,
+    }
+    uploaded = {}
+    for name, data in files.items():
+        started = time.monotonic()
+        uploaded[name] = upload(port, key, name, data)
+        print(
+            f"   {name}: {len(data) / 1e6:.0f} MB uploaded in "
+            f"{time.monotonic() - started:.1f} s"
+        )
+    small = upload(port, key, "note-after.txt", b"A short note after the big ones.\n")
+    small_status, small_wait = wait_ready(small["id"])
+    print(f"   the small file was {small_status} {small_wait:.1f} s after its upload")
+    for name, document in uploaded.items():
+        status, _ = wait_ready(document["id"], timeout=3600)
+        row = Document.objects.get(pk=document["id"])
+        end = row.ingested_at if status == "ready" else row.updated_at
+        ended = (end - row.created_at).total_seconds()
+        print(
+            f"   {name}: {status} {ended:.0f} s after its upload, "
+            f"{row.chunk_count} chunks; reason: {row.status_reason or '-'}"
+        )
+
+
+FORWARDED_REQUESTS = 100
+
+
+def forwarded_headers(port: int) -> None:
+    """Case 6: see the module docstring."""
+    from django.conf import settings
+
+    from documents.models import AuditEvent
+
+    first_event = AuditEvent.objects.order_by("-id").values_list("id", flat=True)
+    after = first_event.first() or 0
+    statuses, challenges = [], set()
+    started = time.monotonic()
+    for number in range(FORWARDED_REQUESTS):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/mcp/{SLUG}",
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode(),
+            {
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+                "Authorization": "Bearer qk_wrong-key-of-the-right-length-000",
+                "X-Forwarded-For": f"203.0.{113 + number // 250}.{number % 250 + 1}",
+                "X-Forwarded-Proto": "https",
+            },
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request) as response:
+                statuses.append(response.status)
+        except urllib.error.HTTPError as error:
+            statuses.append(error.code)
+            challenge = error.headers.get("WWW-Authenticate", "")
+            if "resource_metadata=" in challenge:
+                url = challenge.split('resource_metadata="', 1)[1]
+                challenges.add(url.split("://", 1)[0])
+    elapsed = time.monotonic() - started
+    refused = AuditEvent.objects.filter(id__gt=after, action="auth.refused")
+    addresses = sorted(
+        {str(address) for address in refused.values_list("client_address", flat=True)}
+    )
+    first_throttled = statuses.index(429) + 1 if 429 in statuses else None
+    print(
+        f"   {FORWARDED_REQUESTS} wrong keys, each with its own X-Forwarded-For, in "
+        f"{elapsed:.1f} s: {statuses.count(401)} x 401, {statuses.count(429)} x 429 "
+        f"(the first 429 was request {first_throttled}; limit "
+        f"{settings.AUTH_FAILURES_PER_MINUTE} a minute per address)"
+    )
+    print(
+        f"   audit: {refused.count()} auth.refused rows, client addresses "
+        f"{addresses}; the 401's resource_metadata URL scheme: "
+        f"{sorted(challenges) or ['(no 401)']} (X-Forwarded-Proto: https was sent)"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slow-headers", type=int, default=800)
     parser.add_argument("--slow-bodies", type=int, default=300)
+    parser.add_argument(
+        "--only",
+        choices=["text", "forwarded"],
+        help="run one case only (text: case 6, forwarded: case 7)",
+    )
     args = parser.parse_args()
-    env = stack.boot("abuse", MCP_RATE_LIMIT_PER_MINUTE="100000")
+    env = stack.boot(
+        "abuse", MCP_RATE_LIMIT_PER_MINUTE="100000", PROXY_TRUSTED_HOPS="0"
+    )
     env["EMBEDDING_THREADS"] = "1"
 
     from django.db import connections
@@ -233,6 +350,7 @@ def main() -> int:
     from documents.services.channels import create_channel
     from documents.services.documents import delete_channel
     from documents.services.keys import create_api_key
+    from documents.services.queue import IN_FLIGHT
 
     for old in Channel.objects.filter(slug=SLUG):
         delete_channel(channel=old, actor=COMMAND_LINE)
@@ -248,6 +366,13 @@ def main() -> int:
     workers = [stack.start_worker(env), stack.start_worker(env)]
     url = f"http://127.0.0.1:{port}/mcp/{SLUG}"
     try:
+        if args.only == "text":
+            text_files(port, writer.raw_key)
+            return 0
+        if args.only == "forwarded":
+            print("7. Forwarded headers from 127.0.0.1 (PROXY_TRUSTED_HOPS=0)")
+            forwarded_headers(port)
+            return 0
         print("1. Unauthenticated bodies (a 200 MB upload)")
         for label, key in (("no key", None), ("read-only key", reader.raw_key)):
             before = bytes_read(web)
@@ -319,7 +444,7 @@ def main() -> int:
             except urllib.error.HTTPError as error:
                 statuses.append(error.code)
         queued = DBTaskResult.objects.filter(
-            status__in=["READY", "RUNNING"], args_kwargs__args__0=first["id"]
+            status__in=IN_FLIGHT, args_kwargs__args__0=first["id"]
         ).count()
         print(
             f"   60 re-ingest requests: {statuses.count(202)} accepted, "
@@ -393,6 +518,10 @@ def main() -> int:
                 r for _, r, _ in replies if r.get("result", {}).get("isError")
             )
             print("   the tool said: " + first_error["result"]["content"][0]["text"])
+
+        text_files(port, writer.raw_key)
+        print("7. Forwarded headers from 127.0.0.1 (PROXY_TRUSTED_HOPS=0)")
+        forwarded_headers(port)
     finally:
         for worker in workers:
             stack.stop(worker)

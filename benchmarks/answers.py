@@ -64,7 +64,8 @@ def build_channels(rebuild: bool) -> dict:
     from documents.access import COMMAND_LINE
     from documents.models import Channel, Document
     from documents.services.channels import create_channel
-    from documents.services.documents import create_document, ingest_document
+    from documents.services.documents import create_document
+    from documents.services.ingestion import ingest_document
 
     spec = json.loads(QUESTIONS.read_text())
     if rebuild:

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/ingest.py [--data ../shared/data] [--no-limits]
                                           [--limits-only]
 
-Ingests, format by format, the shared documents with documents.services.documents
+Ingests, format by format, the shared documents with documents.services.ingestion
 (read in the reader child process, page images rendered at PAGE_IMAGE_WIDTH,
 chunked, embedded, replaced in one transaction): the text PDFs of pdfs/text plus
 the 117-page book, the ingestable DOCX, PPTX, XLSX, HTML and EPUB files of
@@ -53,9 +53,10 @@ from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 from documents.access import COMMAND_LINE  # noqa: E402
 from documents.ingestion import embeddings  # noqa: E402
 from documents.models import Chunk, Document, Page  # noqa: E402
-from documents.services import documents as document_services  # noqa: E402
+from documents.services import ingestion as ingestion_service  # noqa: E402
 from documents.services.channels import create_channel  # noqa: E402
-from documents.services.documents import create_document, ingest_document  # noqa: E402
+from documents.services.documents import create_document  # noqa: E402
+from documents.services.ingestion import ingest_document  # noqa: E402
 from documents.tests.fixtures import noise_image_pdf, rectangles_pdf  # noqa: E402
 
 BOOK = "pdfs/misc/pypdf-sample__009-pdflatex-geotopo_GeoTopo-komprimiert.pdf"
@@ -85,7 +86,7 @@ def instrument(embedder):
         ("store page images", "store_page_images"),
         ("replace rows (one transaction)", "_replace_content"),
     ):
-        setattr(document_services, name, timed(stage, getattr(document_services, name)))
+        setattr(ingestion_service, name, timed(stage, getattr(ingestion_service, name)))
     bare = embedder.embed_documents
     embedder.embed_documents = timed("embedder busy (worker thread)", bare)
     return bare

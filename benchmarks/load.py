@@ -52,7 +52,8 @@ def build_channel(abstracts: int):
     from documents.access import COMMAND_LINE
     from documents.models import Channel, Document
     from documents.services.channels import create_channel
-    from documents.services.documents import create_document, ingest_document
+    from documents.services.documents import create_document
+    from documents.services.ingestion import ingest_document
     from documents.tests.corpus import add_documents
 
     channel = Channel.objects.filter(slug=SLUG).first()

@@ -59,7 +59,8 @@ def prepare_perf_channel(corpus: list[dict]) -> Channel:
     """The perf-mcp channel: PERF_DOCUMENTS SciFact abstracts with metadata,
     ingested through Quire's services (once; later runs reuse it)."""
     from documents.services.channels import create_channel
-    from documents.services.documents import create_document, ingest_document
+    from documents.services.documents import create_document
+    from documents.services.ingestion import ingest_document
 
     channel = Channel.objects.filter(slug=PERF_SLUG).first()
     if channel is None:
@@ -163,6 +164,8 @@ class Server:
                 str(self.workers),
                 "--http",
                 self.http,
+                # As Quire is served (demo.web): no client may set its address.
+                "--no-proxy-headers",
                 "--no-access-log",
                 "--log-level",
                 "warning",

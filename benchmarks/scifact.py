@@ -65,10 +65,8 @@ def load_beir(folder: Path) -> tuple[list[dict], dict[str, str], dict[str, dict]
 
 def ingestion_path() -> str:
     try:
-        from documents.services.documents import (  # noqa: F401
-            create_document,
-            ingest_document,
-        )
+        from documents.services.documents import create_document  # noqa: F401
+        from documents.services.ingestion import ingest_document  # noqa: F401
     except ImportError:
         return "direct"
     return "services"
@@ -82,7 +80,8 @@ def document_text(item: dict) -> str:
 
 def ingest_through_services(channel_id: int, items: list[dict], worker: int) -> None:
     """Upload and ingest documents one by one, as the admin or API would."""
-    from documents.services.documents import create_document, ingest_document
+    from documents.services.documents import create_document
+    from documents.services.ingestion import ingest_document
 
     channel = Channel.objects.get(pk=channel_id)
     for index, item in enumerate(items, start=1):
@@ -171,7 +170,7 @@ def prepare_channel(
     documents = Document.objects.for_channel(channel)
     unfinished = documents.exclude(status=Document.Status.READY)
     if path == "services" and unfinished.exists():
-        from documents.services.documents import ingest_document
+        from documents.services.ingestion import ingest_document  # noqa: F401
 
         for pk in unfinished.values_list("id", flat=True):
             ingest_document(document_id=pk)

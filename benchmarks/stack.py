@@ -20,6 +20,9 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from demo.web import uvicorn_command  # noqa: E402
+
 SHARED_DATA = ROOT.parent / "shared" / "data"  # the workplace's test data
 MODERN = "2026-07-28"
 
@@ -27,7 +30,6 @@ MODERN = "2026-07-28"
 def boot(name: str, **settings: str) -> dict[str, str]:
     """Use .data/bench-<name> for everything, set Django up, migrate; returns
     the environment for child processes."""
-    sys.path.insert(0, str(ROOT))
     data_dir = ROOT / ".data" / f"bench-{name}"
     os.environ.update(
         {
@@ -62,25 +64,11 @@ def free_port() -> int:
 def start_web(env: dict[str, str], *, workers: int, port: int) -> subprocess.Popen:
     """uvicorn with `workers` processes on 127.0.0.1:port, once it answers."""
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "project.asgi:application",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            str(workers),
-            "--http",
-            "project.http_guard:GuardedHttpToolsProtocol",
-            "--lifespan",
-            "off",
-            "--log-level",
-            "warning",
-            "--no-access-log",
-        ],
+        uvicorn_command(
+            port=port,
+            workers=workers,
+            options=("--log-level", "warning", "--no-access-log"),
+        ),
         cwd=ROOT,
         env=env,
         start_new_session=True,

@@ -23,11 +23,8 @@ from django.core.files import File
 from documents.access import Actor
 from documents.models import ApiKey, Channel, Document
 from documents.services.channels import create_channel
-from documents.services.documents import (
-    create_document,
-    delete_document,
-    ingest_document,
-)
+from documents.services.documents import create_document, delete_document
+from documents.services.ingestion import ingest_document
 from documents.services.keys import create_api_key, revoke_api_key
 
 DEMO_DIR = Path(__file__).resolve().parent
@@ -78,7 +75,7 @@ def load_demo(
 def _ensure_channel(spec: dict, log: Callable[[str], None]) -> Channel:
     channel = Channel.objects.filter(slug=spec["slug"]).first()
     if channel is None:
-        channel = create_channel(**spec)
+        channel = create_channel(**spec, actor=DEMO_ACTOR)
         log(f"Created the channel “{channel.name}” (/mcp/{channel.slug}).")
     return channel
 

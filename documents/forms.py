@@ -6,6 +6,7 @@ from datetime import datetime
 from django import forms
 from django.core.exceptions import ValidationError
 
+from documents.ingestion import formats
 from documents.limits import max_length
 from documents.metadata import clean_metadata
 from documents.models import ApiKey, Channel, Document, MetadataField
@@ -137,10 +138,7 @@ class UploadDocumentsForm(MetadataInputsForm):
 
     files = MultipleFileField(
         label="Files",
-        help_text=(
-            "PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), HTML, EPUB, "
-            "PNG, JPEG, TIFF, Markdown or plain text. Choose one or many."
-        ),
+        help_text=f"{formats.labels()}. Choose one or many.",
     )
 
 

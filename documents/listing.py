@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.db.models import F, OrderBy
 
-from documents.filters import filter_fields
+from documents.filters import compile_filter, filter_fields
 from documents.models import Channel, Document, MetadataField
 from documents.results import DocumentPage, output_schema, revision_of
 
@@ -36,7 +36,9 @@ def list_documents(
     limit = max(1, min(int(limit), settings.MCP_LIST_LIMIT_MAX))
     offset = max(0, int(offset))
     documents = (
-        Document.objects.for_channel(channel).ready().matching(channel, metadata_filter)
+        Document.objects.for_channel(channel)
+        .ready()
+        .filter(compile_filter(channel, metadata_filter))
     )
     total = documents.count()
     page = documents.order_by(*document_ordering(channel, newest_first)).only(

@@ -359,6 +359,14 @@ class Document(models.Model):
         max_length=16, choices=Status.choices, default=Status.PENDING
     )
     status_reason = models.TextField("reason", blank=True)
+    # A ready document stays ready (its previous version searchable) while a
+    # worker reads it again; recovery requeues one whose worker died.
+    reingesting = models.BooleanField(
+        "re-ingesting",
+        default=False,
+        help_text="A worker is reading it again; the previous version stays "
+        "searchable until the new one is ready.",
+    )
     has_text = models.BooleanField(
         "text found",
         default=True,
@@ -713,6 +721,7 @@ class AuditEvent(models.Model):
         DOCUMENT_REVISE = "document.revise", "New file (revision) given"
         CHANNEL_CREATE = "channel.create", "Channel created"
         CHANNEL_CHANGE = "channel.change", "Channel configuration changed"
+        CHANNEL_ACCESS = "channel.access", "Channel readers or curators changed"
         CHANNEL_DELETE = "channel.delete", "Channel deleted"
         KEY_CREATE = "key.create", "API key created"
         KEY_CHANGE = "key.change", "API key changed"
@@ -757,6 +766,9 @@ class AuditEvent(models.Model):
         Channel, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     channel_slug = models.CharField("channel", max_length=64, blank=True)
+    # The channels an event concerns when it isn't one (an API key's): its
+    # channels' curators see it too.
+    channels = models.ManyToManyField(Channel, blank=True, related_name="+")
     object_type = models.CharField(max_length=32, blank=True)
     object_id = models.CharField(max_length=64, blank=True)
     object_repr = models.CharField("object", max_length=300, blank=True)

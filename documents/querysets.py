@@ -1,4 +1,10 @@
-"""Read paths: QuerySet methods named by intent."""
+"""Read paths: QuerySet methods named by intent.
+
+Below models.py, which builds its managers from these, so nothing here imports
+from documents: a metadata filter is applied with
+`.filter(documents.filters.compile_filter(channel, metadata_filter))`, as the
+search and the listing do.
+"""
 
 from django.db import models
 
@@ -9,12 +15,6 @@ class DocumentQuerySet(models.QuerySet):
 
     def ready(self):
         return self.filter(status="ready")
-
-    def matching(self, channel, metadata_filter: dict | None):
-        """Documents matching a channel's `metadata_filter` (FilterError if bad)."""
-        from documents.filters import compile_filter
-
-        return self.filter(compile_filter(channel, metadata_filter))
 
 
 class ChunkQuerySet(models.QuerySet):

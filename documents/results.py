@@ -11,6 +11,8 @@ from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from documents.ingestion import formats
+
 
 def citation_label(document_id: int, page_number: int) -> str:
     """How a page is cited: get_pages prints it, answers carry it inline."""
@@ -32,8 +34,8 @@ class Region(TypedDict):
 
 REGIONS = (
     "Where the text sits on its page, one box per line, in fractions of the "
-    "page's width and height (origin top left); empty when the page has no line "
-    "positions (Markdown, plain text)."
+    "page's width and height (origin top left). Only pages of "
+    f"{formats.with_line_positions()} files have them; empty otherwise."
 )
 
 

@@ -1,12 +1,13 @@
-"""Background tasks, run by the database-backed worker (`manage.py ingest_worker`,
-which is django-tasks-db's db_worker plus recovery)."""
+"""Background tasks, run by `manage.py ingest_worker` (django-tasks-db's
+database worker plus recovery of tasks a stopped worker left behind)."""
 
 import logging
 
 from django.tasks import task
 
+from documents.generation.vectors import prepare_document
 from documents.models import Document
-from documents.services.documents import ingest_document
+from documents.services.ingestion import ingest_document
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +34,6 @@ def ingest_document_task(document_id: int) -> str:
 @task(priority=-10)
 def prepare_answers_task(document_id: int) -> int:
     """Embed the sentences of a ready document's pages for answers (see
-    documents.generation.vectors.prepare_document); returns how many."""
-    from documents.generation.vectors import prepare_document
-
+    documents.generation.vectors.prepare_document); returns how many. Safe to
+    run again after an interruption: sentences that have a vector are skipped."""
     return prepare_document(document_id)

@@ -21,14 +21,16 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_safe
 
+from documents.access import client_address
+from documents.originals import original_response
 from mcp_endpoint import citations
 
 
-def _refusal(token: str, read):
-    """What `read(token)` returns, or the page that says why the link no
-    longer opens."""
+def _refusal(request: HttpRequest, token: str, read):
+    """What `read(token)` returns (its caller re-admitted), or the page that
+    says why the link no longer opens."""
     try:
-        return read(token)
+        return read(token, address=client_address(request))
     except signing.SignatureExpired:
         return HttpResponseGone("This link has expired; ask for a new one.")
     except signing.BadSignature:
@@ -39,8 +41,8 @@ def _refusal(token: str, read):
         )
 
 
-def _cited(token: str) -> citations.CitedPage | HttpResponse:
-    target = _refusal(token, citations.read_citation_token)
+def _cited(request: HttpRequest, token: str) -> citations.CitedPage | HttpResponse:
+    target = _refusal(request, token, citations.read_citation_token)
     if isinstance(target, HttpResponse):
         return target
     cited = citations.cited_page(target)
@@ -52,7 +54,7 @@ def _cited(token: str) -> citations.CitedPage | HttpResponse:
 @require_safe
 def citation(request: HttpRequest, token: str) -> HttpResponse:
     """The original file behind a signed citation link (PDFs honour #page=<n>)."""
-    document = _refusal(token, citations.document_for_token)
+    document = _refusal(request, token, citations.document_for_token)
     if isinstance(document, HttpResponse):
         return document
     if document is None:
@@ -60,17 +62,13 @@ def citation(request: HttpRequest, token: str) -> HttpResponse:
     presigned = citations.stored_file_url(document)
     if presigned is not None:
         return HttpResponseRedirect(presigned)
-    return FileResponse(
-        document.file.open("rb"),
-        content_type=document.content_type or "application/octet-stream",
-        filename=document.original_filename,
-    )
+    return original_response(document)
 
 
 @require_GET
 def citation_page(request: HttpRequest, token: str) -> HttpResponse:
     """The cited page with its quote highlighted (HTML)."""
-    cited = _cited(token)
+    cited = _cited(request, token)
     if isinstance(cited, HttpResponse):
         return cited
     document, page = cited.document, cited.page
@@ -91,7 +89,7 @@ def citation_page(request: HttpRequest, token: str) -> HttpResponse:
 @require_GET
 def citation_page_image(request: HttpRequest, token: str) -> HttpResponse:
     """The image of the cited page."""
-    cited = _cited(token)
+    cited = _cited(request, token)
     if isinstance(cited, HttpResponse):
         return cited
     image = cited.page.image

@@ -1,11 +1,12 @@
 """Signed, expiring links to a document's original file and to a cited page.
 
-A link carries the grant it was made under (the API key, the sign-in grant of
-an OAuth token, or the signed-in user of the playground), and works only while
-that grant does: revoking or expiring the key or the sign-in, or removing the
-user's access to the channel, ends its links at once,
+A link is signed for the caller it was made for (its subject: `key:<id>`,
+`grant:<id>` for a sign-in token, `user:<id>` for the playground's person),
+and every open re-admits that caller by the rule of documents.access.caller:
+revoking or expiring the key, removing its channel, revoking the sign-in,
+removing the person as reader or deactivating them ends its links at once,
 before CITATION_URL_MAX_AGE. With S3 the link still points here; the view
-checks the grant, then redirects to a presigned URL that lives a minute.
+re-admits the caller, then redirects to a presigned URL that lives a minute.
 
 A page link (`views.citation_page`) also names the page and the quote's span
 in the page text; it opens the page image with the quoted lines highlighted.
@@ -18,14 +19,14 @@ says that a newer revision exists.
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core import signing
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.urls import reverse
-from django.utils import timezone
 
-from documents import access, revisions
-from documents.models import ApiKey, Document, Page, RevisionPage, SignInGrant
+from documents import revisions
+from documents.access import Caller, Scope
+from documents.models import Document, Page, RevisionPage
+from documents.originals import presigned_parameters
 from documents.regions import line_regions
 
 SALT = "quire.mcp.citation"
@@ -33,75 +34,44 @@ PRESIGNED_SECONDS = 60
 
 
 class GrantEnded(Exception):
-    """The key or user a link was made for no longer opens the channel."""
+    """The caller a link was made for may no longer read the channel."""
 
 
-def _grant(api_key: ApiKey | None, user, grant) -> dict:
-    if api_key is not None:
-        return {"k": api_key.pk}
-    if grant is not None:
-        return {"g": grant.pk}
-    if user is not None:
-        return {"u": user.pk}
-    raise ValueError("A citation link needs the key or user it is made for.")
-
-
-def sign_link(
-    payload: dict, *, api_key: ApiKey | None = None, user=None, grant=None
-) -> str:
+def sign_link(payload: dict, *, caller: Caller) -> str:
     """A token for `payload` ("d": document id, "c": channel id, anything else
-    the view needs) bound to the caller's grant: the API key, the sign-in grant
-    of an OAuth token, or the playground's user."""
-    return signing.dumps({**payload, **_grant(api_key, user, grant)}, salt=SALT)
+    the view needs) bound to the caller it is made for."""
+    if not caller.subject:
+        raise ValueError("A citation link needs the caller it is made for.")
+    return signing.dumps({**payload, "a": caller.subject}, salt=SALT)
 
 
-def open_link(token: str) -> dict:
-    """The payload of a valid token whose grant still opens its channel.
+def open_link(token: str, *, address: str = "") -> dict:
+    """The payload of a valid token whose caller may still read its channel.
 
     Raises signing.BadSignature (or its subclass SignatureExpired) for a
-    forged, altered or stale token, GrantEnded when its key or user lost access.
+    forged, altered or stale token, GrantEnded when its caller lost access.
     """
     payload = signing.loads(token, salt=SALT, max_age=settings.CITATION_URL_MAX_AGE)
-    if not _grant_holds(payload):
+    subject, channel_id = payload.get("a"), payload.get("c")
+    if not isinstance(subject, str) or not isinstance(channel_id, int):
+        raise signing.BadSignature("Malformed citation link.")
+    caller = Caller.from_subject(subject, via="citation", address=address)
+    if not caller.may(channel_id, Scope.READ):
         raise GrantEnded
     return payload
-
-
-def _grant_holds(payload: dict) -> bool:
-    channel_id = payload.get("c")
-    if "k" in payload:
-        api_key = ApiKey.objects.filter(
-            pk=payload["k"], channels__pk=channel_id
-        ).first()
-        return api_key is not None and api_key.is_active(timezone.now())
-    if "g" in payload:
-        return SignInGrant.objects.filter(
-            pk=payload["g"], channel_id=channel_id, revoked_at__isnull=True
-        ).exists()
-    if "u" in payload:
-        user = get_user_model().objects.filter(pk=payload["u"]).first()
-        return (
-            user is not None
-            and access.channels_for(user, access.READ).filter(pk=channel_id).exists()
-        )
-    return False
 
 
 def citation_url(
     document: Document,
     *,
     base_url: str,
+    caller: Caller,
     page: int | None = None,
-    api_key: ApiKey | None = None,
-    user=None,
-    grant=None,
 ) -> str:
     """An absolute link that opens the original; `#page=<n>` on PDFs."""
     token = sign_link(
         {"d": document.pk, "c": document.channel_id, "r": document.revision},
-        api_key=api_key,
-        user=user,
-        grant=grant,
+        caller=caller,
     )
     url = base_url + reverse("mcp_citation", args=[token])
     if page is not None and document.content_type.lower().startswith("application/pdf"):
@@ -109,10 +79,10 @@ def citation_url(
     return url
 
 
-def document_for_token(token: str) -> Document | None:
+def document_for_token(token: str, *, address: str = "") -> Document | None:
     """The ready document a token names, as of the revision it names (None when
     it is gone, or that revision's original is); raises as open_link does."""
-    payload = open_link(token)
+    payload = open_link(token, address=address)
     document = (
         Document.objects.ready()
         .filter(pk=payload["d"], channel_id=payload["c"])
@@ -133,7 +103,11 @@ def stored_file_url(document: Document) -> str | None:
     itself (S3); None when Quire serves them (the filesystem)."""
     if isinstance(default_storage, FileSystemStorage):
         return None
-    return default_storage.url(document.file.name, expire=PRESIGNED_SECONDS)
+    return default_storage.url(
+        document.file.name,
+        parameters=presigned_parameters(document),
+        expire=PRESIGNED_SECONDS,
+    )
 
 
 def stored_page_image_url(image) -> str | None:
@@ -149,10 +123,8 @@ def citation_page_url(
     *,
     base_url: str,
     page: int,
+    caller: Caller,
     span: tuple[int, int] | None = None,
-    api_key: ApiKey | None = None,
-    user=None,
-    grant=None,
 ) -> str:
     """An absolute link to the page view: the page with the quote at `span`
     (offsets into the page text) highlighted, scrolled to the quote."""
@@ -161,7 +133,7 @@ def citation_page_url(
         payload["r"] = document.revision
     if span is not None:
         payload["s"], payload["e"] = span
-    token = sign_link(payload, api_key=api_key, user=user, grant=grant)
+    token = sign_link(payload, caller=caller)
     return base_url + reverse("mcp_citation_page", args=[token]) + "#quote"
 
 
@@ -177,10 +149,10 @@ class CitationTarget:
     revision: int | None = None
 
 
-def read_citation_token(token: str) -> CitationTarget:
+def read_citation_token(token: str, *, address: str = "") -> CitationTarget:
     """The target of a valid token; raises as open_link does, and
     signing.BadSignature for a signed payload of the wrong shape."""
-    payload = open_link(token)
+    payload = open_link(token, address=address)
     try:
         return CitationTarget(
             int(payload["d"]),

@@ -24,7 +24,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from documents.access import (
     AccessDenied,
-    Admission,
+    Caller,
     aadmit,
     client_address,
     credential_from,
@@ -43,7 +43,7 @@ from mcp_endpoint.protocol.errors import (
 logger = logging.getLogger("mcp_endpoint")
 
 SSE_PING_SECONDS = 15
-# Where project.asgi leaves the admission it made before reading the body.
+# Where project.asgi leaves the caller it admitted before reading the body.
 ADMISSION_KEY = "quire.admission"
 RETRY_SECONDS = "5"
 
@@ -129,9 +129,9 @@ def _outcome(response: HttpResponse, outcome: str) -> HttpResponse:
 
 async def check_before_body(
     request: HttpRequest, channel_slug: str
-) -> Admission | HttpResponse:
+) -> Caller | HttpResponse:
     """Origin, method, key, channel and rate limit, from the headers alone:
-    the admission, or the response that refuses the request. The ASGI handler
+    the admitted caller, or the response that refuses the request. The ASGI handler
     (project.asgi) calls this before the body is read, the view otherwise."""
     origin = request.headers.get("Origin")
     if origin and not auth.origin_allowed(origin):
@@ -143,7 +143,7 @@ async def check_before_body(
         response["Allow"] = "POST"
         return _outcome(response, "method refused")
     try:
-        admission = await aadmit(
+        caller = await aadmit(
             channel_slug,
             credential_from(request),
             via="mcp",
@@ -153,9 +153,9 @@ async def check_before_body(
     except AccessDenied as exc:
         outcome = "rate limited" if exc.status == 429 else f"key refused ({exc.status})"
         return _outcome(refusal_for(exc, request, channel_slug), outcome)
-    if admission.channel is None:  # told only to a valid key: names can't be probed
+    if caller.channel is None:  # told only to a valid key: names can't be probed
         return _outcome(_refusal(404, INVALID_REQUEST, "No channel here"), "no channel")
-    return admission
+    return caller
 
 
 @csrf_exempt
@@ -183,14 +183,13 @@ async def mcp(request: HttpRequest, channel_slug: str) -> HttpResponse:
 async def _serve(
     request: HttpRequest, channel_slug: str, log: CallLog
 ) -> tuple[HttpResponse, str]:
-    admission = request.scope.get(ADMISSION_KEY) if hasattr(request, "scope") else None
-    if admission is None:
+    caller = request.scope.get(ADMISSION_KEY) if hasattr(request, "scope") else None
+    if caller is None:
         early = await check_before_body(request, channel_slug)
         if isinstance(early, HttpResponse):
             return early, early.quire_outcome
-        admission = early
-    channel, api_key = admission.channel, admission.api_key
-    log.key = admission.label
+        caller = early
+    log.key = caller.log_label
 
     limit = settings.MCP_MAX_BODY_BYTES
 
@@ -221,10 +220,8 @@ async def _serve(
 
     call = dict(
         raw_headers=_raw_headers(request),
-        channel=channel,
-        api_key=api_key,
-        user=admission.user,
-        grant=admission.grant,
+        channel=caller.channel,
+        caller=caller,
         base_url=request.build_absolute_uri("/").rstrip("/"),
     )
     if "text/event-stream" not in accept.lower():

@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from django.urls import reverse
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from documents.models import Channel
+from documents.access import Caller
+from documents.models import Channel, Document
 from documents.results import CITATION as CITATION_LABEL
 from mcp_endpoint import protocol
+from mcp_endpoint.citations import citation_page_url
 from mcp_endpoint.protocol.eras import LATEST_LEGACY_VERSION
 from mcp_endpoint.registry import registry
 
@@ -58,11 +59,12 @@ class ToolCall:
 
 
 def call_tool(
-    channel: Channel, name: str, arguments: dict, *, base_url: str, user
+    channel: Channel, name: str, arguments: dict, *, base_url: str, caller: Caller
 ) -> ToolCall:
     """Call the tool through the MCP endpoint's dispatch, as a handshake-era
     client of the latest version would (the reply is byte for byte the same
-    JSON; no key is involved: `user` is signed in and may read the channel)."""
+    JSON; no key is involved: `caller` is the signed-in person, who may read
+    the channel)."""
     message = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -77,8 +79,7 @@ def call_tool(
             ("mcp-protocol-version", LATEST_LEGACY_VERSION),
         ],
         channel=channel,
-        api_key=None,
-        user=user,
+        caller=caller,
         base_url=base_url,
     )
     return ToolCall(request=message, reply=reply.body or {}, status=reply.status)
@@ -144,25 +145,37 @@ def highlight(text: str, terms: list[str]) -> SafeString:
     return mark_safe("".join(pieces))
 
 
-def page_url(document_id: int | str, page_number: int | str) -> str:
-    """The admin page preview: the page's text beside its image."""
-    return reverse(
-        "admin:documents_document_page", args=[int(document_id), int(page_number)]
-    )
+@dataclass(frozen=True)
+class PageLinks:
+    """Links to pages, signed for the playground's caller: the page links an
+    MCP client gets, re-admitted by the same rule, so they open for every
+    reader of the channel (the admin's page preview is for curators only)."""
+
+    channel: Channel
+    caller: Caller
+    base_url: str
+
+    def url(self, document_id: int | str, page_number: int | str) -> str:
+        return citation_page_url(
+            Document(pk=int(document_id), channel_id=self.channel.pk),
+            base_url=self.base_url,
+            page=int(page_number),
+            caller=self.caller,
+        )
 
 
 def link_citations(
-    text: str, links: dict[tuple[int, int], str] | None = None
+    text: str, pages: PageLinks, links: dict[tuple[int, int], str] | None = None
 ) -> SafeString:
     """The answer escaped, its [Document <id>, Page <n>] labels made links: to
-    `links[(document id, page)]` when given, else to the page preview."""
+    `links[(document id, page)]` when given, else to the page's link."""
     links = links or {}
 
     def link(match: re.Match) -> str:
         key = (int(match.group(1)), int(match.group(2)))
         return format_html(
             '<a class="citation" href="{}">{}</a>',
-            links.get(key) or page_url(*key),
+            links.get(key) or pages.url(*key),
             match.group(0),
         )
 

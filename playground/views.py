@@ -17,7 +17,7 @@ from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
 from django.views.decorators.http import require_GET, require_http_methods
 
-from documents import access
+from documents.access import Caller
 from documents.models import Channel
 from mcp_endpoint.registry import registry
 from playground import calls
@@ -56,8 +56,12 @@ def _mcp_servers_snippet(request: HttpRequest, channel: Channel) -> str:
 REQUIRED_PERMISSION = "documents.view_document"
 
 
+def _caller(request: HttpRequest) -> Caller:
+    return Caller.for_session(request, via="playground")
+
+
 def _channels(request: HttpRequest):
-    return access.channels_for(request.user, access.READ).order_by("name")
+    return _caller(request).readable_channels().order_by("name")
 
 
 def playground_view(view):
@@ -108,20 +112,22 @@ def channel_playground(request: HttpRequest, slug: str) -> HttpResponse:
         context["input_schema"] = calls.pretty(definition["inputSchema"])
         context["tool_description"] = definition["description"]
     if asked.tool and request.method == "POST":
+        caller = _caller(request)
         call = calls.call_tool(
             channel,
             asked.tool,
             asked.arguments,
             base_url=_base_url(request),
-            user=request.user,
+            caller=caller,
         )
+        links_to = calls.PageLinks(channel, caller, _base_url(request))
         reply, cut = calls.shortened(call.reply)
         context.update(
             call=call,
             request_json=calls.pretty(call.request),
             reply_json=calls.pretty(reply),
             reply_shortened=cut,
-            **_readable(asked, call),
+            **_readable(asked, call, links_to),
         )
     return TemplateResponse(request, "playground/channel.html", context)
 
@@ -134,7 +140,7 @@ def _cell(value) -> str:
     return str(value)
 
 
-def _readable(asked, call: calls.ToolCall) -> dict:
+def _readable(asked, call: calls.ToolCall, links_to: calls.PageLinks) -> dict:
     """Template values for the readable rendering of a successful reply."""
     if call.protocol_error or call.tool_error:
         return {}
@@ -145,7 +151,7 @@ def _readable(asked, call: calls.ToolCall) -> dict:
             {
                 **chunk,
                 "html": calls.highlight(chunk["text"], terms),
-                "url": calls.page_url(chunk["document_id"], chunk["page_number"]),
+                "url": links_to.url(chunk["document_id"], chunk["page_number"]),
             }
             for chunk in data.get("chunks", [])
         ]
@@ -157,7 +163,7 @@ def _readable(asked, call: calls.ToolCall) -> dict:
             {
                 **citation,
                 "url": citation.get("url")
-                or calls.page_url(citation["document_id"], citation["page_number"]),
+                or links_to.url(citation["document_id"], citation["page_number"]),
             }
             for citation in data.get("citations", [])
         ]
@@ -166,7 +172,9 @@ def _readable(asked, call: calls.ToolCall) -> dict:
             key = (citation["document_id"], citation["page_number"])
             links.setdefault(key, citation["url"])
         return {
-            "answer_html": calls.link_citations(data.get("answer", ""), links),
+            "answer_html": calls.link_citations(
+                data.get("answer", ""), links_to, links
+            ),
             "citations": citations,
         }
     if asked.tool == "list_documents":
@@ -189,6 +197,6 @@ def _readable(asked, call: calls.ToolCall) -> dict:
     if asked.tool == "get_pages":
         pages = calls.pages_from(call.result)
         for page in pages:
-            page.url = calls.page_url(page.document_id, page.number)
+            page.url = links_to.url(page.document_id, page.number)
         return {"pages": pages}
     return {}

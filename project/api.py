@@ -10,8 +10,14 @@ import logging
 from http import HTTPStatus
 from typing import Any
 
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import (
+    BadRequest,
+    PermissionDenied,
+    SuspiciousOperation,
+    ValidationError,
+)
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
@@ -168,6 +174,16 @@ def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 @api.exception_handler(PermissionDenied)
 def forbidden(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
     return problem(403, str(exc) or "Forbidden.")
+
+
+def unreadable_body(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """A body Django can't parse (a multipart without a valid boundary, too
+    many fields): bad input, as Django itself answers it, not a 500."""
+    return problem(400, f"The request body could not be read: {exc}"[:300])
+
+
+for unreadable in (MultiPartParserError, BadRequest, SuspiciousOperation):
+    api.add_exception_handler(unreadable, unreadable_body)
 
 
 @api.exception_handler(GenerationError)

@@ -3,37 +3,21 @@
 Django's ASGI handler spools the whole body to a temporary file before any view
 runs, so a view's own size check comes too late to spare the disk and the
 bandwidth. This guard answers 413 as soon as the declared Content-Length, or
-the bytes received so far, pass the limit of the path: MCP_MAX_BODY_BYTES for
-the MCP endpoint, REQUEST_MAX_BYTES for everything else (uploads).
+the bytes received so far, pass the limit of the route the path resolves to
+(project.prechecks.BodyRule): MCP_MAX_BODY_BYTES for the MCP endpoint,
+REQUEST_MAX_BYTES for uploads (REST and admin), SMALL_BODY_BYTES for sign-in
+forms, routes that take no body and paths that match no route.
 """
 
 import json
 
-from django.conf import settings
-
 from documents.models import MCP_PATH_PREFIX as MCP_PREFIX
 from mcp_endpoint.protocol.errors import BODY_TOO_LARGE as MCP_TOO_LARGE
+from project.prechecks import body_rule, declared_length
 
 
 class BodyTooLarge(Exception):
     pass
-
-
-def body_limit(path: str) -> int:
-    """The largest body accepted on `path`, in bytes."""
-    if path.startswith(MCP_PREFIX):
-        return settings.MCP_MAX_BODY_BYTES
-    return settings.REQUEST_MAX_BYTES
-
-
-def _declared_length(scope: dict) -> int | None:
-    for name, value in scope.get("headers", []):
-        if name.lower() == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
 
 
 def _refusal(path: str, limit: int) -> tuple[bytes, bytes]:
@@ -59,19 +43,23 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         path = scope.get("path", "")
-        limit = body_limit(path)
-        declared = _declared_length(scope)
-        if declared is not None and declared > limit:
-            return await self._refuse(send, path, limit)
+        limit: int | None = None
+        declared = declared_length(scope)
+        if declared is not None and declared > 0:
+            limit = body_rule(scope).limit()
+            if declared > limit:
+                return await self._refuse(send, path, limit)
         received = 0
         started = False
 
         async def limited_receive():
-            nonlocal received
+            nonlocal received, limit
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > limit:
+                if received and limit is None:  # a body no header announced
+                    limit = body_rule(scope).limit()
+                if limit is not None and received > limit:
                     raise BodyTooLarge
             return message
 
@@ -85,7 +73,7 @@ class BodyLimitMiddleware:
             await self.app(scope, limited_receive, tracking_send)
         except BodyTooLarge:
             if not started:
-                await self._refuse(send, path, limit)
+                await self._refuse(send, path, limit or 0)
 
     @staticmethod
     async def _refuse(send, path: str, limit: int) -> None:

@@ -72,14 +72,9 @@ def env_choice(name: str, default: str, choices: list[str]) -> str:
     return value
 
 
-def env_chat_endpoints(name: str) -> dict[str, dict]:
-    """The chat-model endpoints the operator declares, as JSON:
-    {"<name>": {"base_url": "https://…/v1", "api_key_env": "VAR", "models": [...]}}.
-
-    Channels pick one by name; nothing else can make the server call a URL or
-    read an environment variable on a channel editor's behalf. `api_key_env` and
-    `models` are optional (no key; any model name).
-    """
+def _json_object(name: str, of: str) -> dict:
+    """The JSON object in variable `name` ({} when unset); start-up stops on
+    anything else, naming the variable."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return {}
@@ -88,7 +83,19 @@ def env_chat_endpoints(name: str) -> dict[str, dict]:
     except ValueError as exc:
         raise ImproperlyConfigured(f"{name} is not valid JSON ({exc}).") from None
     if not isinstance(value, dict):
-        raise ImproperlyConfigured(f"{name} must be a JSON object of endpoints.")
+        raise ImproperlyConfigured(f"{name} must be a JSON object of {of}.")
+    return value
+
+
+def env_chat_endpoints(name: str) -> dict[str, dict]:
+    """The chat-model endpoints the operator declares, as JSON:
+    {"<name>": {"base_url": "https://…/v1", "api_key_env": "VAR", "models": [...]}}.
+
+    Channels pick one by name; nothing else can make the server call a URL or
+    read an environment variable on a channel editor's behalf. `api_key_env` and
+    `models` are optional (no key; any model name).
+    """
+    value = _json_object(name, "endpoints")
     endpoints = {}
     for key, spec in value.items():
         where = f"{name}[{key!r}]"
@@ -118,3 +125,83 @@ def env_chat_endpoints(name: str) -> dict[str, dict]:
             "models": models,
         }
     return endpoints
+
+
+def env_folders(name: str) -> list[str]:
+    """Absolute folder paths joined by commas: the only places a folder source
+    may read (a configured path must resolve under one of them)."""
+    folders = env_list(name, [])
+    for folder in folders:
+        if not os.path.isabs(folder):
+            raise ImproperlyConfigured(f"{name}: {folder!r} is not an absolute path.")
+    return [os.path.realpath(folder) for folder in folders]
+
+
+S3_STORE_FIELDS = {
+    "endpoint_url",
+    "region",
+    "access_key_env",
+    "secret_key_env",
+    "session_token_env",
+    "addressing_style",
+    "buckets",
+    "timeout",
+}
+
+
+def env_s3_stores(name: str) -> dict[str, dict]:
+    """The S3-compatible stores the operator declares, as JSON:
+    {"<name>": {"endpoint_url": "https://…", "region": "eu-west-1",
+    "access_key_env": "VAR", "secret_key_env": "VAR"}}, optionally with
+    "session_token_env", "addressing_style" (path|virtual|auto, default path),
+    "buckets" (the only buckets allowed) and "timeout" (seconds, default 30).
+
+    A source picks a store by name, so no form ever carries a key or an
+    endpoint; the keys stay in the variables named here.
+    """
+    value = _json_object(name, "stores")
+    stores = {}
+    for key, spec in value.items():
+        where = f"{name}[{key!r}]"
+        if not isinstance(spec, dict) or set(spec) - S3_STORE_FIELDS:
+            raise ImproperlyConfigured(
+                f"{where} must be an object with {', '.join(sorted(S3_STORE_FIELDS))}."
+            )
+        endpoint = spec.get("endpoint_url") or ""
+        parts = urlsplit(endpoint) if isinstance(endpoint, str) else None
+        if endpoint and (
+            parts is None or parts.scheme not in ("http", "https") or not parts.netloc
+        ):
+            raise ImproperlyConfigured(f"{where}.endpoint_url must be an http(s) URL.")
+        names = [spec.get(f) or "" for f in ("access_key_env", "secret_key_env")]
+        token_env = spec.get("session_token_env") or ""
+        if not all(isinstance(n, str) and n for n in names) or not isinstance(
+            token_env, str
+        ):
+            raise ImproperlyConfigured(
+                f"{where}: access_key_env and secret_key_env name the variables "
+                "holding the keys."
+            )
+        style = spec.get("addressing_style") or "path"
+        buckets = spec.get("buckets") or []
+        timeout = spec.get("timeout", 30)
+        if style not in ("path", "virtual", "auto") or not (
+            isinstance(buckets, list) and all(isinstance(b, str) for b in buckets)
+        ):
+            raise ImproperlyConfigured(
+                f"{where}: addressing_style is path, virtual or auto; buckets a "
+                "list of names."
+            )
+        if not isinstance(timeout, int | float) or timeout <= 0:
+            raise ImproperlyConfigured(f"{where}.timeout is a number of seconds.")
+        stores[key] = {
+            "endpoint_url": endpoint,
+            "region": spec.get("region") or "",
+            "access_key_env": names[0],
+            "secret_key_env": names[1],
+            "session_token_env": token_env,
+            "addressing_style": style,
+            "buckets": buckets,
+            "timeout": float(timeout),
+        }
+    return stores

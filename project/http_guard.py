@@ -9,13 +9,20 @@ project.http_guard:GuardedHttpToolsProtocol`, as `runquire` starts it):
 - closes one whose body takes longer than HTTP_BODY_TIMEOUT plus a second per
   HTTP_BODY_MIN_RATE bytes it declared;
 - refuses connections past HTTP_MAX_CONNECTIONS per worker process, or past
-  HTTP_MAX_CONNECTIONS_PER_CLIENT from one address, by closing them at once.
+  HTTP_MAX_CONNECTIONS_PER_CLIENT from one address, by closing them at once;
+- never lets uvicorn's proxy-header middleware rewrite the client address or
+  the scheme, even when uvicorn was started without `--no-proxy-headers`: by
+  default it believes `X-Forwarded-For`/`-Proto` from any client at 127.0.0.1,
+  so a local client could pick its own address for every throttle and the
+  audit trail. The address is the socket's, and PROXY_TRUSTED_HOPS alone says
+  which forwarded entry to believe instead (documents.access.client_address).
 """
 
 import asyncio
 from collections import Counter
 
 from django.conf import settings
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 
@@ -24,6 +31,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if isinstance(self.app, ProxyHeadersMiddleware):
+            self.app = self.app.app
         self._deadline: asyncio.TimerHandle | None = None
         self._counted = False
 

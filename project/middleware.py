@@ -20,7 +20,10 @@ from django.conf import settings
 from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
 from django.contrib.sessions import middleware as sessions
+from django.http import JsonResponse
 from django.middleware import clickjacking, common, csp, csrf, security
+from django.utils.deprecation import MiddlewareMixin
+from oauthlib.common import urldecode
 
 from documents.models import MCP_PATH_PREFIX
 
@@ -181,3 +184,33 @@ class PublicCorsMiddleware(InlineHooks):
         if self._public(request):
             response["Access-Control-Allow-Origin"] = "*"
         return response
+
+
+OAUTH_PREFIX = "/oauth/"
+
+
+class OAuthParametersMiddleware(InlineHooks, MiddlewareMixin):
+    """Refuses, with an OAuth `invalid_request`, parameters of the authorization
+    server (/oauth/) that oauthlib can't decode (a query string that isn't
+    valid percent-encoding) or that PostgreSQL can't store (a NUL in a query
+    parameter, such as the client id looked up in the database): bad input is
+    a 400 before django-oauth-toolkit raises on it as a 500."""
+
+    def process_request(self, request):
+        if not request.path_info.startswith(OAUTH_PREFIX):
+            return None
+        query = request.META.get("QUERY_STRING", "")
+        try:
+            urldecode(query)
+        except ValueError:
+            return self._invalid("The query string is not valid percent-encoding.")
+        if any("\x00" in key + value for key, value in request.GET.items()):
+            return self._invalid("A parameter contains a NUL character.")
+        return None
+
+    @staticmethod
+    def _invalid(description: str) -> JsonResponse:
+        return JsonResponse(
+            {"error": "invalid_request", "error_description": description},
+            status=400,
+        )

@@ -1,16 +1,28 @@
-"""Access checks made from a request's headers, before its body is read.
+"""Which requests may send a body, decided from their headers before it is read.
 
 Django's ASGI handler reads the whole body (spooling it to disk) before any
 middleware or view runs, so a view's own key check comes after the upload has
-cost bandwidth and disk. `QuireASGIHandler` first builds a body-less request
-and asks the check for its path:
+cost bandwidth and disk. Default deny: every path is resolved against the URL
+configuration first, and its route's `BodyRule` says how large a body may be
+(project.body_limit refuses a larger one with 413, from Content-Length or as
+it streams) and who may send it (`QuireASGIHandler` asks the rule's check with
+a body-less request):
 
-- /mcp/<slug>: origin, method, key, channel and rate limit
-  (mcp_endpoint.views.check_before_body);
-- /api/...: the key, channel and scope the route needs
-  (documents.api.auth.check_before_body);
-- anything else (the admin's uploads): a body over STAFF_BODY_BYTES needs a
-  signed-in staff session.
+- MCP (/mcp/<slug>): origin, method, key, channel and rate limit
+  (mcp_endpoint.views.check_before_body), up to MCP_MAX_BODY_BYTES;
+- REST routes that name a channel: the key, channel and scope the route needs
+  (documents.api.auth.check_before_body), up to REQUEST_MAX_BYTES; only a valid
+  key learns that the channel does not exist (404);
+- the admin and the playground: a body over STAFF_BODY_BYTES needs a signed-in
+  staff session, up to REQUEST_MAX_BYTES;
+- sign-in and OAuth (/signin/, /oauth/): forms and registration JSON, at most
+  SMALL_BODY_BYTES;
+- every other route, and every path that matches no route: at most
+  SMALL_BODY_BYTES (they take no body; a small one still gets the usual 404
+  or 405).
+
+A request for a host outside ALLOWED_HOSTS is answered 400 here, as Django
+would, before anything builds a URL from its Host header.
 
 A refusal is sent at once with `Connection: close`, so the unread body is never
 received; an admission is left in the scope for the view, which then doesn't
@@ -18,59 +30,74 @@ check (or count) the request again.
 """
 
 import io
-import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import aget_user
+from django.core.exceptions import SuspiciousOperation
 from django.core.handlers.asgi import ASGIHandler
-from django.db import close_old_connections
-from django.http import HttpResponse
+from django.core.handlers.exception import response_for_exception
+from django.db import InterfaceError, OperationalError, close_old_connections
+from django.http import HttpRequest, HttpResponse
+from django.urls import Resolver404, ResolverMatch, resolve
 from django.utils.module_loading import import_string
 
-from documents.access import AccessDenied, Admission
+from documents.access import AccessDenied, Caller
 from documents.api import auth as api_auth
-from documents.models import MCP_PATH_PREFIX
+from mcp_endpoint import views as mcp_views
+from project.api import access_denied_problem, problem
 
 ADMISSION_KEY = api_auth.ADMISSION_KEY
+# Where the route a request's path resolved to is kept, so the body limit and
+# the check resolve it once between them.
+ROUTE_KEY = "quire.route"
 # Admin bodies larger than this (file uploads) need a staff session first;
 # sign-in and ordinary form posts are far smaller.
 STAFF_BODY_BYTES = 256 * 1024
-_MCP_PATH = re.compile(rf"^{re.escape(MCP_PATH_PREFIX)}(?P<slug>[-a-zA-Z0-9_]+)/?$")
+# The largest body of a route that takes forms or small JSON documents (sign-in,
+# OAuth token, registration and consent), or none at all.
+SMALL_BODY_BYTES = 64 * 1024
+
+Outcome = HttpResponse | Caller | None
+Check = Callable[[HttpRequest, ResolverMatch, int], Awaitable[Outcome]]
 
 
-def _declared_length(scope: dict) -> int | None:
-    """Content-Length, or -1 for a chunked body, or None for no body."""
-    for name, value in scope.get("headers", []):
-        name = name.lower()
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return -1
-        if name == b"transfer-encoding":
-            return -1
-    return None
+@dataclass(frozen=True)
+class BodyRule:
+    """What a route accepts as a body: at most `limit()` bytes, from a sender
+    `check` admits (None: anyone), decided before the body is read."""
+
+    name: str
+    limit: Callable[[], int]
+    check: Check | None = None
+    # A rule for routes that take no body: a route that does take one must
+    # name a rule of its own (project/tests/test_body_rules.py walks the URLs).
+    takes_body: bool = True
 
 
-async def _mcp(request, slug: str) -> HttpResponse | Admission:
+async def _mcp(request: HttpRequest, match: ResolverMatch, length: int) -> Outcome:
     if not settings.MCP_ENABLED:
         return None
-    from mcp_endpoint import views
-
-    return await views.check_before_body(request, slug)
+    return await mcp_views.check_before_body(request, match.kwargs["channel_slug"])
 
 
-async def _api(request) -> HttpResponse | Admission | None:
-    outcome = await sync_to_async(api_auth.check_before_body)(request)
+def _rest_sync(request: HttpRequest) -> Outcome:
+    outcome = api_auth.check_before_body(request)
     if isinstance(outcome, AccessDenied):
-        from project.api import access_denied_problem
-
         return access_denied_problem(outcome, request)
+    if isinstance(outcome, Caller) and outcome.channel is None:
+        slug, _ = api_auth.required_scope(request.method, request.path)
+        return problem(404, f"There is no channel {slug!r}.")
     return outcome
 
 
-async def _staff(request, length: int) -> HttpResponse | None:
+async def _rest(request: HttpRequest, match: ResolverMatch, length: int) -> Outcome:
+    return await sync_to_async(_rest_sync)(request)
+
+
+async def _staff(request: HttpRequest, match: ResolverMatch, length: int) -> Outcome:
     if 0 <= length <= STAFF_BODY_BYTES:
         return None
     engine = import_string(settings.SESSION_ENGINE)
@@ -87,24 +114,99 @@ async def _staff(request, length: int) -> HttpResponse | None:
     )
 
 
-async def check_before_body(handler: ASGIHandler, scope: dict):
+def _small() -> int:
+    return SMALL_BODY_BYTES
+
+
+MCP = BodyRule("mcp", lambda: settings.MCP_MAX_BODY_BYTES, _mcp)
+REST = BodyRule("rest", lambda: settings.REQUEST_MAX_BYTES, _rest)
+STAFF = BodyRule("staff", lambda: settings.REQUEST_MAX_BYTES, _staff)
+SIGN_IN = BodyRule("sign-in", _small)
+NO_BODY = BodyRule("no body", _small, takes_body=False)
+NO_ROUTE = BodyRule("no route", _small, takes_body=False)
+
+# By the route's outermost URL namespace.
+NAMESPACE_RULES = {
+    "admin": STAFF,
+    "playground": STAFF,
+    "signin": SIGN_IN,
+    "oauth2_provider": SIGN_IN,
+}
+
+
+def rule_for(match: ResolverMatch | None) -> BodyRule:
+    """The body rule of a resolved route (NO_ROUTE when nothing matched)."""
+    if match is None:
+        return NO_ROUTE
+    if match.func is mcp_views.mcp:
+        return MCP
+    namespace = match.namespaces[0] if match.namespaces else ""
+    if namespace == "api":
+        # Routes of the REST API that name no channel take no body.
+        return REST if "slug" in match.kwargs else NO_BODY
+    return NAMESPACE_RULES.get(namespace, NO_BODY)
+
+
+def route_match(path_info: str) -> ResolverMatch | None:
+    try:
+        return resolve(path_info)
+    except Resolver404:
+        return None
+
+
+def scope_path_info(scope: dict) -> str:
+    """The path Django resolves for this ASGI scope (its root_path removed)."""
+    path, root = scope.get("path", "") or "/", scope.get("root_path", "")
+    if root and path.startswith(root):
+        path = path[len(root) :] or "/"
+    return path
+
+
+def scope_route(scope: dict) -> ResolverMatch | None:
+    """The route an ASGI request's path resolves to (None: no route)."""
+    if ROUTE_KEY not in scope:
+        scope[ROUTE_KEY] = route_match(scope_path_info(scope))
+    return scope[ROUTE_KEY]
+
+
+def body_rule(scope: dict) -> BodyRule:
+    """The body rule of the route an ASGI request's path resolves to."""
+    return rule_for(scope_route(scope))
+
+
+def declared_length(scope: dict) -> int | None:
+    """Content-Length, or -1 for a chunked or unreadable one, or None for no body."""
+    for name, value in scope.get("headers", []):
+        name = name.lower()
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return -1
+        if name == b"transfer-encoding":
+            return -1
+    return None
+
+
+async def check_before_body(handler: ASGIHandler, scope: dict) -> HttpResponse | None:
     """The refusal to send for a request with a body, else None (an admission,
     if one was made, is left in the scope)."""
-    length = _declared_length(scope)
+    length = declared_length(scope)
     if length is None or length == 0:
         return None
     request, error = handler.create_request(scope, io.BytesIO())
     if request is None:
         return error
-    path = request.path
-    mcp = _MCP_PATH.match(path)
-    if mcp is not None:
-        outcome = await _mcp(request, mcp["slug"])
-    elif path.startswith(api_auth.API_PREFIX):
-        outcome = await _api(request)
-    else:
-        outcome = await _staff(request, length)
-    if isinstance(outcome, Admission):
+    try:
+        request.get_host()
+    except SuspiciousOperation as exc:  # DisallowedHost: 400, as Django answers
+        return response_for_exception(request, exc)
+    match = scope_route(scope)
+    rule = rule_for(match)
+    if rule.check is None:
+        return None
+    outcome = await rule.check(request, match, length)
+    if isinstance(outcome, Caller):
         scope[ADMISSION_KEY] = outcome
         return None
     return outcome
@@ -114,7 +216,15 @@ class QuireASGIHandler(ASGIHandler):
     """Django's ASGI handler, with the checks above before the body is read."""
 
     async def handle(self, scope, receive, send):
-        refusal = await check_before_body(self, scope)
+        # Django drops a broken connection when a request starts
+        # (request_started); these checks query before that, so after a
+        # PostgreSQL restart they would reuse the dead one forever.
+        await sync_to_async(close_old_connections)()
+        try:
+            refusal = await check_before_body(self, scope)
+        except (OperationalError, InterfaceError):
+            # An outage: the view answers it (a retryable error in its protocol).
+            refusal = None
         if refusal is None:
             return await super().handle(scope, receive, send)
         refusal["Connection"] = "close"

@@ -16,8 +16,10 @@ from project.env import (
     env_chat_endpoints,
     env_choice,
     env_float,
+    env_folders,
     env_int,
     env_list,
+    env_s3_stores,
     env_str,
 )
 
@@ -85,6 +87,7 @@ MIDDLEWARE = [
     "project.middleware.XFrameOptionsMiddleware",
     "project.middleware.ContentSecurityPolicyMiddleware",
     "project.middleware.AxesMiddleware",
+    "project.middleware.OAuthParametersMiddleware",
     # Django reads multipart bodies of POSTs only; the REST API's one PUT with
     # a file (a document's new revision) needs it read too.
     "ninja.compatibility.files.fix_request_files_middleware",
@@ -262,6 +265,21 @@ OCR_MAX_PAGES = env_int("OCR_MAX_PAGES", 500, minimum=0)
 OCR_PAGE_TIMEOUT = env_float("OCR_PAGE_TIMEOUT", 30.0, minimum=1.0)
 CHUNK_SIZE = env_int("CHUNK_SIZE", 1000, minimum=100)
 CHUNK_OVERLAP = env_int("CHUNK_OVERLAP", 150, minimum=0)
+# Every document, whatever its format, is read, chunked and embedded within
+# INGEST_DOCUMENT_TIMEOUT seconds (the reader's own PDF_PARSE_TIMEOUT included)
+# and makes at most INGEST_MAX_CHUNKS chunks; past either it fails, saying so.
+INGEST_DOCUMENT_TIMEOUT = env_float("INGEST_DOCUMENT_TIMEOUT", 900.0, minimum=1.0)
+INGEST_MAX_CHUNKS = env_int("INGEST_MAX_CHUNKS", 10_000, minimum=1)
+# Bytes the reader may unpack from a zip package (Office files, EPUB), counted
+# as they are unpacked (a member read twice counts twice): this many per byte
+# of the file, at least UNPACKED_MIN_BUDGET_BYTES and at most UNPACKED_MAX_BYTES.
+UNPACKED_BYTES_PER_INPUT_BYTE = env_float(
+    "UNPACKED_BYTES_PER_INPUT_BYTE", 20.0, minimum=1.0
+)
+UNPACKED_MIN_BUDGET_BYTES = env_int(
+    "UNPACKED_MIN_BUDGET_BYTES", 64 * 1024 * 1024, minimum=1024 * 1024
+)
+UNPACKED_MAX_BYTES = env_int("UNPACKED_MAX_BYTES", 1024 * 1024 * 1024, minimum=1)
 
 # Embeddings: the offline ONNX MiniLM by default, or an OpenAI-compatible endpoint.
 EMBEDDING_BACKEND = env_choice(
@@ -274,6 +292,9 @@ EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 32, minimum=1)
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0, minimum=0)
 # Added to the ingestion worker's nice value: the web server comes first.
 INGEST_WORKER_NICENESS = env_int("INGEST_WORKER_NICENESS", 10, minimum=0)
+# Seconds a stopped worker (SIGTERM, SIGINT) gives its running task to finish
+# before it hands the task back to the queue and exits (0: hand it back at once).
+WORKER_STOP_TIMEOUT = env_float("WORKER_STOP_TIMEOUT", 10.0, minimum=0)
 
 # MCP endpoint.
 MCP_ENABLED = env_bool("MCP_ENABLED", True)
@@ -291,6 +312,29 @@ MCP_MAX_PAGES_PER_CALL = env_int("MCP_MAX_PAGES_PER_CALL", 50, minimum=1)
 CHAT_MODEL_TIMEOUT = env_float("CHAT_MODEL_TIMEOUT", 30.0, minimum=1.0)
 # The only chat-model endpoints the server will call (project.env.env_chat_endpoints).
 CHAT_MODEL_ENDPOINTS = env_chat_endpoints("CHAT_MODEL_ENDPOINTS")
+
+# Sources a channel syncs from (documents.sources); the operator decides every
+# place the server may read. Folders: absolute paths, comma-separated.
+SOURCE_FOLDERS = env_folders("SOURCE_FOLDERS")
+# S3-compatible stores by name (project.env.env_s3_stores).
+SOURCE_S3_STORES = env_s3_stores("SOURCE_S3_STORES")
+# Websites: hosts allowed by name (host or host:port), and whether any host
+# whose every address is public is allowed besides them.
+SOURCE_WEB_HOSTS = env_list("SOURCE_WEB_HOSTS", [])
+SOURCE_WEB_PUBLIC_ONLY = env_bool("SOURCE_WEB_PUBLIC_ONLY", False)
+# A web listing's ceilings (a source may set lower ones): pages, bytes of all
+# pages, nested sitemaps, bytes of one sitemap; seconds between requests, per
+# request, and redirects followed per request.
+SOURCE_WEB_MAX_PAGES = env_int("SOURCE_WEB_MAX_PAGES", 1000, minimum=1)
+SOURCE_WEB_MAX_BYTES = env_int("SOURCE_WEB_MAX_BYTES", 512 * 1024 * 1024, minimum=1)
+SOURCE_WEB_MAX_SITEMAPS = env_int("SOURCE_WEB_MAX_SITEMAPS", 20, minimum=1)
+SOURCE_WEB_SITEMAP_MAX_BYTES = env_int(
+    "SOURCE_WEB_SITEMAP_MAX_BYTES", 10 * 1024 * 1024, minimum=1024
+)
+SOURCE_WEB_DELAY = env_float("SOURCE_WEB_DELAY", 1.0, minimum=0.0)
+SOURCE_WEB_TIMEOUT = env_float("SOURCE_WEB_TIMEOUT", 30.0, minimum=1.0)
+SOURCE_WEB_MAX_REDIRECTS = env_int("SOURCE_WEB_MAX_REDIRECTS", 5, minimum=0)
+SOURCE_WEB_USER_AGENT = env_str("SOURCE_WEB_USER_AGENT", "QuireBot/1.0")
 
 # Limits that hold before work starts (documents.access, documents.limits).
 # Longest query a search or answer takes, in characters.
@@ -386,13 +430,21 @@ OAUTH2_PROVIDER = {
 OAUTH_REGISTRATIONS_PER_HOUR = env_int("OAUTH_REGISTRATIONS_PER_HOUR", 30, minimum=1)
 LOGIN_URL = "signin:login"
 
-# HTTPS deployment (docs/production.md, "Behind a proxy").
+# HTTPS deployment (docs/production.md, "Behind a proxy"). X-Forwarded-Proto and
+# X-Forwarded-Host are believed only from a proxy PROXY_TRUSTED_HOPS declares:
+# without one, any client could set them and change the URLs Quire prints.
 SECURE_PROXY_SSL_HEADER = (
     ("HTTP_X_FORWARDED_PROTO", "https")
     if env_bool("DJANGO_BEHIND_TLS_PROXY", False)
     else None
 )
 USE_X_FORWARDED_HOST = env_bool("DJANGO_USE_X_FORWARDED_HOST", False)
+if (SECURE_PROXY_SSL_HEADER or USE_X_FORWARDED_HOST) and not PROXY_TRUSTED_HOPS:
+    raise ImproperlyConfigured(
+        "DJANGO_BEHIND_TLS_PROXY and DJANGO_USE_X_FORWARDED_HOST trust headers "
+        "set by a proxy, but PROXY_TRUSTED_HOPS=0 says there is none: set "
+        "PROXY_TRUSTED_HOPS to the number of proxies in front of Quire."
+    )
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)

@@ -8,6 +8,7 @@ from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_safe
 
 from documents import access
+from documents.ingestion import formats
 
 FAVICON = settings.BASE_DIR / "static" / "quire" / "favicon.ico"
 
@@ -26,6 +27,7 @@ def home(request: HttpRequest) -> HttpResponse:
                 for channel in channels
             ],
             "mcp_enabled": settings.MCP_ENABLED,
+            "formats": formats.labels(),
         },
     )
 

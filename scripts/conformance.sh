@@ -32,7 +32,8 @@ if [ -z "$URL" ]; then
   $PY -c "import django; django.setup(); from mcp_endpoint.tests.live import ensure_conformance_channel as e; e('$QUIRE_CONFORMANCE_KEY')" \
     || exit 1
   MCP_RATE_LIMIT_PER_MINUTE=100000 $PY -m uvicorn mcp_endpoint.tests.live_app:application \
-    --host 127.0.0.1 --port "$PORT" --workers 2 --log-level warning &
+    --host 127.0.0.1 --port "$PORT" --workers 2 --log-level warning \
+    --http project.http_guard:GuardedHttpToolsProtocol --no-proxy-headers --lifespan off &
   SERVER_PID=$!
   URL="http://127.0.0.1:$PORT/mcp/conformance"
   for _ in $(seq 60); do

@@ -6,9 +6,9 @@ from urllib.parse import urlsplit
 
 from django.http import HttpRequest
 
-from documents import access
 from documents.access import Scope
-from documents.access.tokens import ROLE_FOR_SCOPE, canonical_resource
+from documents.access.caller import Caller
+from documents.access.tokens import canonical_resource
 from documents.models import MCP_PATH_PREFIX, Channel
 
 
@@ -24,7 +24,10 @@ class Target:
 
 def _channel_slug(request: HttpRequest, resource: str) -> str | None:
     """The slug of `resource` when it is one of this server's channel URLs."""
-    parts = urlsplit(resource)
+    try:
+        parts = urlsplit(resource)
+    except ValueError:  # an unterminated IPv6 host: not a URL of this server
+        return None
     here = urlsplit(request.build_absolute_uri("/"))
     if (parts.scheme.lower(), parts.netloc.lower()) != (
         here.scheme.lower(),
@@ -71,7 +74,8 @@ def requested_target(
         return Target(
             None, resource, scopes, f"{resource} is not a channel of this server."
         )
-    channel = access.channels_for(request.user, access.READ).filter(slug=slug).first()
+    caller = Caller.for_session(request, via="signin")
+    channel = caller.readable_channels().filter(slug=slug).first()
     if channel is None:
         return Target(
             None,
@@ -80,12 +84,9 @@ def requested_target(
             "Your account has no access to this channel; ask its curators to add "
             "you as a reader.",
         )
+    held = caller.scopes_on(channel.pk)
     for scope in scopes:
-        if (
-            not access.channels_for(request.user, ROLE_FOR_SCOPE[Scope(scope)])
-            .filter(pk=channel.pk)
-            .exists()
-        ):
+        if scope not in held:
             return Target(
                 channel,
                 resource,

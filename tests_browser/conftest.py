@@ -56,7 +56,8 @@ def _create_data(password: str) -> dict[str, int]:
 
     from demo.loader import DEFINITION
     from documents.services.channels import create_channel
-    from documents.services.documents import create_document, ingest_document
+    from documents.services.documents import create_document
+    from documents.services.ingestion import ingest_document
 
     spec = json.loads(DEFINITION.read_text(encoding="utf-8"))
     channel = create_channel(

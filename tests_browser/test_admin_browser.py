@@ -64,9 +64,10 @@ def admin_data(site, django_db_blocker, tmp_path_factory):
 
     from documents.access import COMMAND_LINE
     from documents.models import ApiKey, AuditEvent, Channel, Document, Feedback
-    from documents.services.documents import create_document, ingest_document
+    from documents.services.documents import create_document
     from documents.services.feedback import submit_feedback
     from documents.services.grants import record_sign_in_grant
+    from documents.services.ingestion import ingest_document
     from documents.services.keys import create_api_key, revoke_api_key
     from mcp_endpoint.tests import live
 

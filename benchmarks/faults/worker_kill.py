@@ -1,5 +1,6 @@
-"""Fault: SIGKILL the ingestion worker halfway through re-ingesting a 117-page
-PDF, restart it, and check that nothing was lost or duplicated.
+"""Fault: kill and stop the task worker in the middle of each task kind (a
+117-page PDF's re-ingestion, then its answers preparation), restart it, and
+check that nothing was lost, duplicated or left RUNNING.
 
     .venv/bin/python benchmarks/faults/worker_kill.py      (make bench-faults)
 
@@ -7,14 +8,19 @@ Runs in its own stack (.data/bench-worker-kill). Steps: ingest the book once
 (the old version, timed), queue a re-ingestion, start `manage.py ingest_worker`,
 SIGKILL its process group (worker and PDF reader) halfway through the measured
 ingestion time, start a new worker (its start-up recovery requeues the
-document), and wait for the new version. Meanwhile searchers read through the
-MCP endpoint (uvicorn, 2 workers) and straight from the database, and every
-snapshot must show exactly the old version or exactly the new one. Prints the
-figures and exits 1 if any check fails.
+document), and wait for the new version. That worker then runs
+prepare_answers_task: SIGKILL it mid-task too, start another (recovery requeues
+the task), SIGTERM that one mid-task (it must hand the task back within
+WORKER_STOP_TIMEOUT), and let a last worker finish it. Meanwhile searchers read
+through the MCP endpoint (uvicorn, 2 workers) and straight from the database,
+and every snapshot must show exactly the old version or exactly the new one.
+Prints the figures and exits 1 if any check fails.
 """
 
 import argparse
+import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -29,6 +35,7 @@ BOOK = (
     / "pdfs/misc/pypdf-sample__009-pdflatex-geotopo_GeoTopo-komprimiert.pdf"
 )
 QUERIES = ["Topologie", "Homotopie", "Fundamentalgruppe", "stetige Abbildung"]
+STOP_TIMEOUT = 3.0  # WORKER_STOP_TIMEOUT of the worker stopped with SIGTERM
 
 
 class Searchers:
@@ -117,18 +124,36 @@ def main() -> int:
     args = parser.parse_args()
     env = stack.boot("worker-kill", MCP_RATE_LIMIT_PER_MINUTE="0")
     from django.core.files import File
+    from django.tasks import TaskResultStatus
     from django_tasks_db.models import DBTaskResult
 
     from documents.access import COMMAND_LINE
     from documents.models import Channel, Chunk, Document, Page
     from documents.services.channels import create_channel
-    from documents.services.documents import (
-        REINGESTING_REASON,
-        create_document,
-        ingest_document,
-        reingest_document,
-    )
+    from documents.services.documents import create_document, reingest_document
+    from documents.services.ingestion import ingest_document
     from documents.services.keys import create_api_key
+    from documents.tasks import prepare_answers_task
+
+    seen: set = set()
+
+    def answer_rows(*statuses):
+        rows = DBTaskResult.objects.filter(
+            task_path=prepare_answers_task.module_path,
+            args_kwargs__args__0=document.pk,
+        )
+        return rows.filter(status__in=statuses) if statuses else rows
+
+    def wait_mid_answers(what: str) -> None:
+        """Until `what` has run a new prepare_answers_task row for 2 s (not the
+        row a killed worker left RUNNING)."""
+        row = wait_for(
+            lambda: answer_rows(TaskResultStatus.RUNNING).exclude(pk__in=seen).first(),
+            300,
+            f"{what} to start prepare_answers_task",
+        )
+        seen.add(row.pk)
+        time.sleep(2)
 
     Channel.objects.filter(slug="book").delete()
     DBTaskResult.objects.all().delete()
@@ -162,13 +187,12 @@ def main() -> int:
     searchers = Searchers(f"http://127.0.0.1:{port}/mcp/book", key, document.pk)
     searchers.start()
     worker = None
+    failures = []
     try:
         reingest_document(actor=COMMAND_LINE, document=document)
         worker = stack.start_worker(env, "--recovery-interval", "0")
         wait_for(
-            lambda: Document.objects.filter(
-                pk=document.pk, status_reason=REINGESTING_REASON
-            ).exists(),
+            lambda: Document.objects.filter(pk=document.pk, reingesting=True).exists(),
             60,
             "the worker to start the re-ingestion",
         )
@@ -190,19 +214,67 @@ def main() -> int:
         worker = stack.start_worker(env, "--recovery-interval", "0")
         restarted = time.monotonic()
         document = wait_for(
-            lambda: (
-                Document.objects.filter(
-                    pk=document.pk,
-                    status=Document.Status.READY,
-                    ingested_at__gt=document.ingested_at,
-                )
-                .exclude(status_reason__startswith="Re-ingest")
-                .first()
-            ),
+            lambda: Document.objects.filter(
+                pk=document.pk,
+                status=Document.Status.READY,
+                reingesting=False,
+                ingested_at__gt=document.ingested_at,
+            ).first(),
             900,
             "the requeued re-ingestion to finish",
         )
         recovered = time.monotonic()
+
+        # prepare_answers_task: the worker killed mid-task...
+        wait_mid_answers("the restarted worker")
+        stack.stop(worker, signal.SIGKILL)
+        time.sleep(1)
+        left_running = answer_rows(TaskResultStatus.RUNNING).count()
+        print(
+            "SIGKILL sent to the worker during prepare_answers_task: "
+            f"{left_running} task row(s) left RUNNING"
+        )
+        # ... then the next worker's recovery requeues it, and a SIGTERM mid-task
+        # must hand it back within WORKER_STOP_TIMEOUT.
+        worker = stack.start_worker(
+            {**env, "WORKER_STOP_TIMEOUT": str(STOP_TIMEOUT)},
+            "--recovery-interval",
+            "0",
+        )
+        wait_mid_answers("the next worker")
+        stopping = time.monotonic()
+        os.killpg(worker.pid, signal.SIGTERM)
+        try:
+            worker.wait(timeout=STOP_TIMEOUT + 30)
+        except subprocess.TimeoutExpired:
+            failures.append("the worker did not stop after SIGTERM")
+        stop_seconds = time.monotonic() - stopping
+        print(
+            f"SIGTERM sent to the next worker during prepare_answers_task: it "
+            f"exited after {stop_seconds:.1f} s (WORKER_STOP_TIMEOUT "
+            f"{STOP_TIMEOUT:.0f} s), {answer_rows(TaskResultStatus.READY).count()} "
+            f"task handed back, {answer_rows(TaskResultStatus.RUNNING).count()} left "
+            "RUNNING"
+        )
+        if stop_seconds > STOP_TIMEOUT + 10:
+            failures.append(f"the graceful stop took {stop_seconds:.1f} s")
+        if not answer_rows(TaskResultStatus.READY).exists():
+            failures.append("the stopped worker did not hand its task back")
+        worker = stack.start_worker(env, "--recovery-interval", "0")
+        wait_for(
+            lambda: answer_rows(TaskResultStatus.SUCCESSFUL).exists(),
+            1800,
+            "prepare_answers_task to finish",
+        )
+        outcomes = sorted(
+            f"{status} {reason.rsplit('.', 1)[-1]}".strip()
+            for status, reason in answer_rows().values_list(
+                "status", "exception_class_path"
+            )
+        )
+        print(f"prepare_answers_task rows: {', '.join(outcomes)}")
+        if left_running != 1:
+            failures.append(f"{left_running} answers rows RUNNING after the kill")
         time.sleep(3)  # searches of the new version
     finally:
         searchers.finish()
@@ -219,7 +291,6 @@ def main() -> int:
     orders = list(
         Chunk.objects.filter(document=document).values_list("order", flat=True)
     )
-    failures = []
     if document.status != Document.Status.READY:
         failures.append(f"status {document.status}")
     if (

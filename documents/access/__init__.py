@@ -1,21 +1,19 @@
 """Access rules in one place, for MCP, the REST API, the admin and the playground.
 
-- principals: scopes (read, write), the acting user or key, refusals;
-- admission: the API key check of every MCP call and REST request (channel,
-  scope, rate limit, write quota, throttling after failed authentications);
+- caller: who is calling (a key, a sign-in token and its grant, a staff
+  session, a trusted process) and the one rule every door asks of it;
+- principals: scopes (read, write), the audit's actor, refusals;
+- admission: the caller of every MCP call and REST request, in one statement
+  for API keys (channel, scope, rate limit, write quota, throttling after
+  failed authentications); tokens: the same for sign-in tokens;
 - staff: which channels a person curates or reads;
 - windows: the counters behind the limits;
 - audit: the trail of writes and refused authentications.
 """
 
-from documents.access.admission import (
-    KEY_PREFIX,
-    Admission,
-    aadmit,
-    admit,
-    authenticate_key,
-    digest_key,
-)
+from documents.access.admission import aadmit, admit, authenticate_key
+from documents.access.caller import Caller
+from documents.access.keys import KEY_PREFIX, digest_key
 from documents.access.principals import (
     COMMAND_LINE,
     AccessDenied,
@@ -40,7 +38,7 @@ __all__ = [
     "READ",
     "AccessDenied",
     "Actor",
-    "Admission",
+    "Caller",
     "Scope",
     "aadmit",
     "admit",

@@ -9,61 +9,23 @@ one statement, built once from the models' metadata. Refusals are recorded in
 the audit trail and count against the client's address.
 """
 
-import hashlib
 import hmac
-from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import connection
 from django.utils import timezone
 
 from documents.access import audit
-from documents.access.principals import AccessDenied, Actor, Scope
+from documents.access.caller import Caller
+from documents.access.keys import KEY_PREFIX, digest_key
+from documents.access.principals import AccessDenied, Scope
+from documents.access.tokens import admit_token
 from documents.access.windows import (
     Window,
     clear_old_windows,
-    count_write,
 )
 from documents.models import AddressWindow, ApiKey, Channel, RateLimitWindow
-
-KEY_PREFIX = "qk_"
-
-
-def digest_key(raw_key: str) -> str:
-    return hashlib.sha256(raw_key.encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True)
-class Admission:
-    """An admitted request: the channel (None: no such channel, told only to a
-    valid key, so names can't be probed) and the credential that opened it: an
-    API key, or a sign-in token and its user."""
-
-    channel: Channel | None
-    api_key: ApiKey | None
-    scope: str = Scope.READ  # what it was admitted for
-    user: Any = None
-    token: Any = None
-    grant: Any = None  # the SignInGrant behind a token
-
-    @property
-    def label(self) -> str:
-        """What log lines name the credential by (never the secret itself)."""
-        if self.api_key is not None:
-            return self.api_key.prefix
-        return f"token:{self.token.pk}" if self.token is not None else "-"
-
-    def actor(self, *, via: str, address: str | None = None) -> Actor:
-        client = self.token.application.name if self.token is not None else ""
-        return Actor(
-            via=via,
-            api_key=self.api_key,
-            user=self.user,
-            client=client,
-            address=address,
-        )
 
 
 def _columns(model, alias: str) -> str:
@@ -132,9 +94,10 @@ def admit(
     via: str,
     address: str = "",
     resource: str | None = None,
-) -> Admission:
-    """The channel and the active key that opens it with `scope`, the request
-    counted against the key's rate limit (and a write against its hourly quota).
+) -> Caller:
+    """The caller admitted to the channel: the active key that opens it with
+    `scope`, the request counted against the key's rate limit (and a write
+    against its hourly quota).
 
     Raises AccessDenied: 401 when the key is missing, unknown, revoked or
     expired; 403 when it doesn't open the channel or lacks the scope; 429 when
@@ -147,8 +110,6 @@ def admit(
     URL it was issued for.
     """
     if raw_key and not raw_key.startswith(KEY_PREFIX):
-        from documents.access.tokens import admit_token
-
         return admit_token(
             channel_slug,
             raw_key,
@@ -186,10 +147,11 @@ def admit(
     opens_channel, count = row[1 + size], row[2 + size]
     channel_values = row[3 + size :]
     channel = _instance(Channel, channel_values) if channel_values[0] else None
+    caller = Caller(via=via, address=address, api_key=api_key)
     refusal = _refusal(raw_key, digest, api_key, requests)
     if refusal is None and channel is not None and not opens_channel:
         refusal = AccessDenied("This API key does not open this channel.", status=403)
-    if refusal is None and scope not in api_key.scopes:
+    if refusal is None and scope not in caller.granted_scopes():
         refusal = AccessDenied(
             f"This API key does not have the '{Scope(scope).value}' scope; ask an "
             f"administrator for a key with '{Scope(scope).value}' access.",
@@ -201,25 +163,20 @@ def admit(
         if channel is None and channel_slug:
             detail += f" (channel {channel_slug!r})"
         audit.record_refusal(
-            refusal,
-            actor=Actor(via=via, api_key=api_key, address=address),
-            channel=channel,
-            detail=detail,
+            refusal, actor=caller.actor, channel=channel, detail=detail
         )
         raise refusal
     if count is not None:
         if count == 1:
-            clear_old_windows(subject=f"key:{api_key.pk}", window=requests)
+            clear_old_windows(subject=caller.subject, window=requests)
         if requests.exceeded(count):
             raise AccessDenied.over_limit("Rate limit reached", requests)
     if scope == Scope.WRITE and channel is not None:
-        over = count_write(f"key:{api_key.pk}")
-        if over is not None:
-            raise AccessDenied.over_limit(
-                f"This API key has used its {over.limit} writes for this hour", over
-            )
+        over_quota = caller.write_refusal()
+        if over_quota is not None:
+            raise over_quota
     _note_use(api_key, requests.now)
-    return Admission(channel=channel, api_key=api_key, scope=scope)
+    return caller.admitted(channel, scope)
 
 
 aadmit = sync_to_async(admit)

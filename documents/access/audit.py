@@ -6,6 +6,7 @@ write and its record commit together or not at all.
 
 import datetime
 import time
+from collections.abc import Sequence
 
 from django.conf import settings
 from django.db import models
@@ -29,8 +30,15 @@ def record(
     target: models.Model | None = None,
     outcome: str = Outcome.OK,
     detail: str = "",
+    channels: Sequence[Channel] = (),
 ) -> AuditEvent:
-    """Write one audit row (and, at most hourly per process, drop expired ones)."""
+    """Write one audit row (and, at most hourly per process, drop expired ones).
+
+    `channels` names the channels of an event that concerns several (an API
+    key's), so each one's curators see it."""
+    slug = channel.slug if channel is not None else ""
+    if channel is None and channels:
+        slug = ", ".join(sorted(item.slug for item in channels))
     event = AuditEvent.objects.create(
         action=action,
         outcome=outcome,
@@ -40,12 +48,14 @@ def record(
         api_key=actor.api_key if actor.api_key and actor.api_key.pk else None,
         client_address=actor.address or None,
         channel=channel if channel is not None and channel.pk else None,
-        channel_slug=channel.slug if channel is not None else "",
+        channel_slug=slug[:64],
         object_type=target._meta.verbose_name[:32] if target is not None else "",
         object_id=str(target.pk) if target is not None and target.pk else "",
         object_repr=str(target)[:300] if target is not None else "",
         detail=detail,
     )
+    if channels:
+        event.channels.set(channels)
     _prune_now_and_then()
     return event
 
@@ -81,8 +91,9 @@ def prune_audit(*, now: datetime.datetime | None = None) -> int:
     if not days:
         return 0
     cutoff = (now or timezone.now()) - datetime.timedelta(days=days)
-    deleted, _ = AuditEvent.objects.filter(at__lt=cutoff).delete()
-    return deleted
+    # The count of events, not of the channel links deleted with them.
+    _, per_model = AuditEvent.objects.filter(at__lt=cutoff).delete()
+    return per_model.get(AuditEvent._meta.label, 0)
 
 
 def _prune_now_and_then() -> None:

@@ -1,5 +1,6 @@
-"""Who is acting, with which scopes, and how a refusal is told."""
+"""Scopes, who is acting in the audit trail, and how a refusal is told."""
 
+import ipaddress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,9 @@ class Scope(models.TextChoices):
 
 @dataclass(frozen=True)
 class Actor:
-    """Who performs a write, for the audit trail and the documents' "added by".
+    """Who performs a write, for the audit trail and the documents' "added by":
+    what a caller (documents.access.caller) is in the record. Trusted
+    processes, which have no caller to ask, use one directly (COMMAND_LINE).
 
     `via` names the door: admin, rest, mcp, playground, command, demo, worker.
     """
@@ -46,13 +49,6 @@ class Actor:
         return {"command": "command line", "demo": "demo loader"}.get(
             self.via, self.via
         )
-
-    @classmethod
-    def for_request(cls, request, *, via: str, api_key=None) -> "Actor":
-        user = getattr(request, "user", None)
-        if user is not None and not user.is_authenticated:
-            user = None
-        return cls(via=via, user=user, api_key=api_key, address=client_address(request))
 
 
 COMMAND_LINE = Actor(via="command")
@@ -111,8 +107,15 @@ def credential_from(request) -> str | None:
 
 
 def client_address(request) -> str:
-    """The client's IP address: the connection's, or with PROXY_TRUSTED_HOPS
-    proxies in front, the address the outermost trusted proxy saw."""
+    """The client's IP address, decided by PROXY_TRUSTED_HOPS alone.
+
+    0: the connection's address (uvicorn runs without its proxy-header
+    rewriting, see project.http_guard). N: the Nth entry from the right of
+    X-Forwarded-For, the one the outermost of the N trusted proxies appended;
+    entries further left were written by the client and are never believed.
+    When that entry is missing or not an IP address, the header did not come
+    through the declared proxies and the connection's address is kept.
+    """
     address = request.META.get("REMOTE_ADDR") or ""
     hops = settings.PROXY_TRUSTED_HOPS
     if hops:
@@ -121,6 +124,14 @@ def client_address(request) -> str:
             for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")
             if part.strip()
         ]
-        if len(forwarded) >= hops:
+        if len(forwarded) >= hops and _is_ip_address(forwarded[-hops]):
             address = forwarded[-hops]
     return address[:64]
+
+
+def _is_ip_address(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True

@@ -47,9 +47,19 @@ def can_read(user, channel: Channel) -> bool:
     return channels_for(user, READ).filter(pk=channel.pk).exists()
 
 
-def restrict_to_curated(queryset: QuerySet, user, *, channel_field: str) -> QuerySet:
-    """`queryset` narrowed to rows whose `channel_field` is a channel `user`
-    curates (all rows for a superuser)."""
+def restrict_to_curated(
+    queryset: QuerySet, user, *, channel_field: str | tuple[str, ...]
+) -> QuerySet:
+    """`queryset` narrowed to rows whose `channel_field` (or any of several) is
+    a channel `user` curates (all rows for a superuser)."""
     if user is not None and user.is_active and user.is_superuser:
         return queryset
-    return queryset.filter(**{f"{channel_field}__in": channels_for(user, CURATE)})
+    curated = channels_for(user, CURATE)
+    if isinstance(channel_field, str):
+        return queryset.filter(**{f"{channel_field}__in": curated})
+    condition = Q()
+    for name in channel_field:
+        condition |= Q(**{f"{name}__in": curated})
+    # A subquery, so a row matching through several channels appears once.
+    matching = queryset.model.objects.filter(condition).values("pk")
+    return queryset.filter(pk__in=matching)

@@ -13,18 +13,13 @@ from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
 from documents.access import audit
-from documents.access.principals import AccessDenied, Actor, Scope
-from documents.access.staff import CURATE, READ, channels_for
+from documents.access.caller import Caller
+from documents.access.principals import AccessDenied, Scope
 from documents.access.windows import (
     Window,
-    count_request,
-    count_write,
     failures_from,
 )
 from documents.models import Channel, SignInGrant
-
-# A token's scope that lets it write needs a curator (or superuser) behind it.
-ROLE_FOR_SCOPE = {Scope.READ: READ, Scope.WRITE: CURATE}
 
 
 def canonical_resource(url: str) -> str:
@@ -34,14 +29,6 @@ def canonical_resource(url: str) -> str:
     scheme, sep, rest = url.partition("://")
     host, slash, path = rest.partition("/")
     return f"{scheme.lower()}{sep}{host.lower()}{slash}{path}"
-
-
-def grant_allows(grant: SignInGrant, scope: str) -> bool:
-    """A token's scopes count only up to its grant's: the grant is what the
-    person approved, so a token minted with more (issue 19: an
-    `approval_prompt=auto` code for `read write` under a read grant) gains
-    nothing from it."""
-    return scope in grant.scopes
 
 
 def _load(raw_token: str):
@@ -54,6 +41,22 @@ def _load(raw_token: str):
     )
 
 
+def _grant_for(token, channel_slug: str | None) -> SignInGrant | None:
+    """The standing grant behind `token`: for the channel named, or with no
+    channel named (the REST channel list) the one for the token's resource,
+    compared in canonical form."""
+    grants = SignInGrant.objects.select_related("channel").filter(
+        user=token.user, application=token.application, revoked_at__isnull=True
+    )
+    if channel_slug:
+        return grants.filter(channel__slug=channel_slug).first()
+    resources = {canonical_resource(value) for value in token.resource or []}
+    return next(
+        (grant for grant in grants if canonical_resource(grant.resource) in resources),
+        None,
+    )
+
+
 def admit_token(
     channel_slug: str | None,
     raw_token: str,
@@ -62,14 +65,12 @@ def admit_token(
     scope: str,
     via: str,
     address: str,
-):
-    """The Admission for an OAuth access token, or AccessDenied: 401
+) -> Caller:
+    """The caller of an OAuth access token, or AccessDenied: 401
     (`invalid_token`) for an unknown, expired or revoked token or one issued for
     another resource; 403 (`insufficient_scope`) for a token without the
-    scope; 429 past the grant's limits or after failed authentications from
-    the address."""
-    from documents.access.admission import Admission
-
+    scope (a token holds at most its grant's scopes); 429 past the grant's
+    limits or after failed authentications from the address."""
     failures = Window.failures()
     if failures.exceeded(failures_from(address)):
         raise AccessDenied.over_limit(
@@ -79,7 +80,12 @@ def admit_token(
     channel = (
         Channel.objects.filter(slug=channel_slug).first() if channel_slug else None
     )
-    grant = None
+    caller = Caller(
+        via=via,
+        address=address,
+        user=token.user if token is not None else None,
+        token=token,
+    )
     refusal = None
     if token is None or token.is_expired():
         refusal = AccessDenied("The access token is unknown or expired.", status=401)
@@ -91,68 +97,40 @@ def admit_token(
             status=401,
         )
     else:
-        grants = SignInGrant.objects.select_related("channel").filter(
-            user=token.user, application=token.application, revoked_at__isnull=True
-        )
-        if channel_slug:
-            grants = grants.filter(channel__slug=channel_slug)
-        else:  # no channel named (the REST channel list): the token's own
-            grants = grants.filter(resource__in=token.resource or [])
-        grant = grants.first()
+        grant = _grant_for(token, channel_slug)
+        if grant is not None:
+            caller = Caller(
+                via=via, address=address, user=token.user, token=token, grant=grant
+            )
         if grant is None or not token.user.is_active:
             refusal = AccessDenied(
                 "The sign-in behind this token was revoked.", status=401
             )
-        elif not token.allow_scopes([scope]):
+        elif scope not in caller.granted_scopes():
             refusal = AccessDenied(
-                f"The access token does not have the '{Scope(scope).value}' scope; "
-                f"sign in again asking for '{Scope(scope).value}'.",
+                f"The access token, or the sign-in it came from, does not allow "
+                f"'{Scope(scope).value}'; sign in again and approve "
+                f"'{Scope(scope).value}'.",
                 status=403,
                 missing_scope=scope,
             )
-        elif not grant_allows(grant, scope):
-            refusal = AccessDenied(
-                f"The sign-in behind this token does not allow '{scope}'; "
-                f"sign in again and approve '{scope}'.",
-                status=403,
-                missing_scope=scope,
-            )
-        elif (
-            not channels_for(token.user, ROLE_FOR_SCOPE[Scope(scope)])
-            .filter(pk=grant.channel_id)
-            .exists()
-        ):
+        elif not caller.may(grant.channel_id, scope):
             refusal = AccessDenied(
                 "The account behind this token no longer has access to this channel.",
                 status=403,
             )
-    actor = Actor(
-        via=via,
-        user=token.user if token is not None else None,
-        client=token.application.name if token is not None else "",
-        address=address,
-    )
     if refusal is not None:
-        audit.record_refusal(refusal, actor=actor, channel=channel, detail=str(refusal))
+        audit.record_refusal(
+            refusal, actor=caller.actor, channel=channel, detail=str(refusal)
+        )
         raise refusal
-    subject = f"grant:{grant.pk}"
-    over = count_request(subject)
-    if over is not None:
-        raise AccessDenied.over_limit("Rate limit reached", over)
-    if scope == Scope.WRITE:
-        over = count_write(subject)
-        if over is not None:
-            raise AccessDenied.over_limit(
-                f"This sign-in has used its {over.limit} writes for this hour", over
-            )
+    over_limit = caller.request_refusal() or (
+        caller.write_refusal() if scope == Scope.WRITE else None
+    )
+    if over_limit is not None:
+        raise over_limit
+    grant = caller.grant
     now = timezone.now()
     if grant.last_used_at is None or (now - grant.last_used_at).total_seconds() > 60:
         SignInGrant.objects.filter(pk=grant.pk).update(last_used_at=now)
-    return Admission(
-        channel=grant.channel if channel_slug else None,
-        api_key=None,
-        scope=scope,
-        user=token.user,
-        token=token,
-        grant=grant,
-    )
+    return caller.admitted(grant.channel if channel_slug else None, scope)

@@ -20,6 +20,8 @@ class AuditEventAdmin(CuratedChannelsAdmin):
         "client_address",
     ]
     list_display_links = ["when"]
+    # An API key's events name its channels rather than one.
+    channel_field = ("channel", "channels")
     list_filter = ["action", "outcome", "via", CuratedChannelFilter]
     search_fields = ["actor", "object_repr", "detail", "channel_slug"]
     date_hierarchy = "at"

@@ -157,6 +157,22 @@ class ChannelForm(forms.ModelForm):
 ACCESS_FIELDS = ["curators", "curator_groups", "readers", "reader_groups"]
 
 
+def access_changes(form) -> list[str]:
+    """Who was added to or removed from the channel's readers and curators
+    (users and groups), as the audit trail tells it."""
+    described = []
+    for name in ACCESS_FIELDS:
+        if name not in form.changed_data:
+            continue
+        before = {str(item) for item in form.initial.get(name) or []}
+        after = {str(item) for item in form.cleaned_data.get(name) or []}
+        label = capfirst(Channel._meta.get_field(name).verbose_name)
+        for verb, names in (("added", after - before), ("removed", before - after)):
+            if names:
+                described.append(f"{label}: {verb} {', '.join(sorted(names))}")
+    return described
+
+
 @admin.register(Channel)
 class ChannelAdmin(RowPermissions, admin.ModelAdmin):
     form = ChannelForm
@@ -290,7 +306,7 @@ class ChannelAdmin(RowPermissions, admin.ModelAdmin):
         super().save_related(request, form, formsets, change)
         # Field definitions feed the MCP schemas and cached answers.
         changed = sorted(
-            set(form.changed_data)
+            (set(form.changed_data) - set(ACCESS_FIELDS))
             | {
                 f"field {row.cleaned_data.get('name', '?')}"
                 for formset in formsets
@@ -303,6 +319,8 @@ class ChannelAdmin(RowPermissions, admin.ModelAdmin):
             actor=actor(request),
             changes=("Created: " if not change else "Changed: ")
             + (", ".join(changed) or "nothing"),
+            created=not change,
+            access_changes=access_changes(form),
         )
 
     def get_deleted_objects(self, objs, request):

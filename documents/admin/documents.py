@@ -24,16 +24,9 @@ from documents.forms import (
     UploadDocumentsForm,
 )
 from documents.models import Chunk, Document, DocumentRevision, Page
+from documents.originals import original_response
 from documents.services import documents as document_services
 from documents.services.revisions import replace_document_file
-
-# Originals are shown inline only as types a browser will not run as a page;
-# Markdown is shown as plain text.
-INLINE_TYPES = {
-    "application/pdf": "application/pdf",
-    "text/plain": "text/plain; charset=utf-8",
-    "text/markdown": "text/plain; charset=utf-8",
-}
 
 
 def _served(revision: DocumentRevision, document: Document) -> str:
@@ -474,14 +467,7 @@ class DocumentAdmin(CuratedChannelsAdmin):
         document = self._document_or_404(request, object_id)
         if not document.file:
             raise Http404("This document has no stored file.")
-        stored_type = document.content_type.split(";")[0].strip().lower()
-        inline_type = INLINE_TYPES.get(stored_type)
-        return FileResponse(
-            document.file.open("rb"),
-            content_type=inline_type or "application/octet-stream",
-            as_attachment=inline_type is None,
-            filename=document.original_filename,
-        )
+        return original_response(document)
 
     def page_view(self, request: HttpRequest, object_id: int, number: int):
         """A page's extracted text beside its rendered image."""

@@ -12,14 +12,16 @@ from django.http import Http404, HttpRequest
 from ninja.security import APIKeyHeader, HttpBearer
 
 from documents import access
-from documents.access import AccessDenied, Admission, Scope, credential_from
+from documents.access import AccessDenied, Caller, Scope, credential_from
 from documents.limits import MAX_ID, MAX_PAGE
 from documents.models import MCP_PATH_PREFIX, Channel, Document
 
 # Where project.asgi leaves the admission it made before reading the body.
 ADMISSION_KEY = "quire.admission"
 API_PREFIX = "/api/"
-_CHANNEL_PATH = re.compile(r"^/api/channels/(?P<slug>[-a-zA-Z0-9_]+)(?P<rest>/.*)?$")
+# Any segment, as the route's `{slug}` matches it: a name no channel can have
+# (`al pha`) is still a channel path, checked like the others.
+_CHANNEL_PATH = re.compile(r"^/api/channels/(?P<slug>[^/]+)(?P<rest>/.*)?$")
 _WRITE_PATH = re.compile(r"^/documents(/\d+(/reingest|/file)?)?/?$")
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -49,25 +51,23 @@ def required_scope(method: str, path: str) -> tuple[str | None, str]:
     return match["slug"], Scope.READ
 
 
-def _stashed(request: HttpRequest, slug: str | None, scope: str) -> Admission | None:
-    admission = (getattr(request, "scope", None) or {}).get(ADMISSION_KEY)
-    if admission is None or (scope == Scope.WRITE and admission.scope != scope):
+def _stashed(request: HttpRequest, slug: str | None, scope: str) -> Caller | None:
+    caller = (getattr(request, "scope", None) or {}).get(ADMISSION_KEY)
+    if caller is None or (scope == Scope.WRITE and caller.scope != scope):
         return None
-    if slug is not None and (
-        admission.channel is None or admission.channel.slug != slug
-    ):
+    if slug is not None and (caller.channel is None or caller.channel.slug != slug):
         return None
-    return admission
+    return caller
 
 
 def admit_request(
     request: HttpRequest, slug: str | None, scope: str = Scope.READ
-) -> Admission:
-    """The request's admission for `slug` with `scope` (AccessDenied if refused);
-    made before the body was read when the ASGI handler did it."""
-    admission = _stashed(request, slug, scope)
-    if admission is None:
-        admission = access.admit(
+) -> Caller:
+    """The request's caller, admitted to `slug` with `scope` (AccessDenied if
+    refused); made before the body was read when the ASGI handler did it."""
+    caller = _stashed(request, slug, scope)
+    if caller is None:
+        caller = access.admit(
             slug,
             getattr(request, "auth", None) or credential_from(request),
             scope=scope,
@@ -78,24 +78,22 @@ def admit_request(
             if slug
             else None,
         )
-    request.api_key = admission.api_key
-    request.admission = admission
-    request.actor = admission.actor(via="rest", address=access.client_address(request))
-    return admission
+    request.caller = caller
+    return caller
 
 
 def open_channel(request: HttpRequest, slug: str, scope: str = Scope.READ) -> Channel:
     """The channel `slug`, if the request's key opens it with `scope` (else
     401/403/429 as AccessDenied). As on the MCP endpoint, only a valid key
     learns that a channel does not exist (404)."""
-    admission = admit_request(request, slug, scope)
-    if admission.channel is None:
+    caller = admit_request(request, slug, scope)
+    if caller.channel is None:
         raise Http404(f"There is no channel {slug!r}.")
-    return admission.channel
+    return caller.channel
 
 
-def check_before_body(request: HttpRequest) -> Admission | AccessDenied | None:
-    """For project.asgi: the admission of a REST request with a body, made from
+def check_before_body(request: HttpRequest) -> Caller | AccessDenied | None:
+    """For project.asgi: the caller of a REST request with a body, made from
     its headers; the refusal to send instead; None when no check applies."""
     slug, scope = required_scope(request.method, request.path)
     if slug is None:

@@ -30,6 +30,7 @@ from documents.api.schemas import (
     responses,
 )
 from documents.filters import filter_schema
+from documents.ingestion import formats
 from documents.limits import TooComplex, max_length, parse_json
 from documents.models import Channel, Document, Page
 from documents.results import Answer, ChunkList, DocumentPage, FeedbackReceipt
@@ -102,11 +103,7 @@ def _added_by(document: Document) -> str:
 @router.get("/channels", response=responses({200: list[ChannelOut]}), tags=["channels"])
 def list_channels(request: HttpRequest):
     """The channels the key opens, by slug."""
-    admission = admit_request(request, None)
-    if admission.api_key is not None:
-        channels = admission.api_key.channels.all()
-    else:  # a sign-in token opens the channel of its grant
-        channels = Channel.objects.filter(pk=admission.grant.channel_id)
+    channels = admit_request(request, None).readable_channels()
     channels = channels.prefetch_related("metadata_fields").order_by("slug")
     return [_channel_out(channel) for channel in channels]
 
@@ -146,6 +143,13 @@ def list_channel_documents(
     "/channels/{slug}/documents",
     response=responses({200: DocumentOut, 202: DocumentOut}),
     tags=["documents"],
+    description=(
+        f"Upload a file ({formats.labels()}) with its metadata (a JSON object); "
+        "it is stored and queued for ingestion (202, status `pending`). A file "
+        "already in the channel (same SHA-256) is not stored again: the answer "
+        "is 200 with the document that holds it (re-ingest that one to read it "
+        "again). Needs the `write` scope."
+    ),
 )
 def upload_document(
     request: HttpRequest,
@@ -154,12 +158,8 @@ def upload_document(
     metadata: Form[str] = "",
     title: Annotated[str, Form(max_length=max_length(Document, "title"))] = "",
 ):
-    """Upload a file (PDF, Word, PowerPoint, Excel, HTML, EPUB, Markdown, text
-    or a PNG/JPEG/TIFF image) with its metadata (a JSON object); it is stored
-    and queued for ingestion (202, status `pending`). A file already in the
-    channel (same SHA-256) is not stored again: the answer is 200 with the
-    document that holds it (re-ingest that one to read it again). Needs the
-    `write` scope."""
+    """Store an upload and queue its ingestion (the description above, built
+    from the format table, is what the API's documentation shows)."""
     channel = open_channel(request, slug, Scope.WRITE)
     try:
         values = parse_json(metadata, what="metadata") if metadata.strip() else {}
@@ -177,7 +177,7 @@ def upload_document(
             title=title,
             metadata=values,
             content_type=file.content_type,
-            actor=request.actor,
+            actor=request.caller.actor,
         )
     except document_services.DuplicateDocument as duplicate:
         return Status(200, _document_out(duplicate.existing))
@@ -205,7 +205,7 @@ def delete_document(request: HttpRequest, slug: str, document_id: int):
     `write` scope."""
     channel = open_channel(request, slug, Scope.WRITE)
     document_services.delete_document(
-        document=channel_document(channel, document_id), actor=request.actor
+        document=channel_document(channel, document_id), actor=request.caller.actor
     )
     return Status(204, None)
 
@@ -221,7 +221,7 @@ def reingest_document(request: HttpRequest, slug: str, document_id: int):
     is not queued again. Needs the `write` scope."""
     channel = open_channel(request, slug, Scope.WRITE)
     document = channel_document(channel, document_id)
-    document_services.reingest_document(document=document, actor=request.actor)
+    document_services.reingest_document(document=document, actor=request.caller.actor)
     return Status(202, _document_out(document))
 
 
@@ -246,7 +246,7 @@ def replace_file(
         file=file,
         filename=file.name,
         content_type=file.content_type,
-        actor=request.actor,
+        actor=request.caller.actor,
     )
     return Status(202 if created else 200, _document_out(document))
 
@@ -356,7 +356,7 @@ def send_feedback(request: HttpRequest, slug: str, body: FeedbackIn):
     channel = open_channel(request, slug)
     feedback = submit_feedback(
         channel=channel,
-        api_key=request.api_key,
+        api_key=request.caller.api_key,
         query=body.query,
         answer=body.answer,
         score=body.score,

@@ -1,4 +1,5 @@
-"""Which files Quire accepts, recognised by their content first.
+"""Which files Quire accepts (FORMATS, the one table of formats), recognised by
+their content first.
 
 A file's bytes decide its format whenever they can (the PDF header, the image
 signatures, the members of a zip package, the streams of an OLE container); the
@@ -26,62 +27,183 @@ PNG = "image/png"
 JPEG = "image/jpeg"
 TIFF = "image/tiff"
 
-TEXT_TYPES = (MARKDOWN, PLAIN_TEXT)
-IMAGE_TYPES = (PNG, JPEG, TIFF)
-# Read by the reader child process (documents.ingestion.reader).
-CHILD_TYPES = (PDF, HTML, DOCX, PPTX, XLSX, EPUB, *IMAGE_TYPES)
+SECTIONS = (
+    "split into pages at level-1 and level-2 headings (a long section continues "
+    "on the next page)"
+)
+PHYSICAL = "one page per physical page"
 
-NAMES = {
-    PDF: "a PDF",
-    MARKDOWN: "a Markdown file",
-    PLAIN_TEXT: "a text file",
-    HTML: "an HTML file",
-    DOCX: "a Word document (.docx)",
-    PPTX: "a PowerPoint presentation (.pptx)",
-    XLSX: "an Excel workbook (.xlsx)",
-    EPUB: "an EPUB e-book",
-    PNG: "a PNG image",
-    JPEG: "a JPEG image",
-    TIFF: "a TIFF image",
-}
 
+@dataclass(frozen=True)
+class Format:
+    """One format Quire reads: the one place a format is defined.
+
+    Everything that names or handles formats is built from FORMATS: recognition
+    (`sniff`, `declared_type`), the reader child's dispatch (`reader`), the
+    upload form, the admin and the home page (`label`), the reasons given to
+    people (`name`) and the get_pages tool's description (`pages`). Adding a
+    format is one entry here plus its reader function.
+    """
+
+    content_type: str
+    # In sentences, with its article: "This is not a PNG image".
+    name: str
+    # The words the upload form, the admin and the home page show.
+    label: str
+    extensions: tuple[str, ...]
+    # "module.function" in documents.ingestion.reader, run in the child process.
+    reader: str
+    # How the file becomes pages, as the get_pages tool tells a model.
+    pages: str
+    # Other content types that mean this format.
+    aliases: tuple[str, ...] = ()
+    # The file starts with one of these (within the first `magic_within` bytes).
+    magic: tuple[bytes, ...] = ()
+    magic_within: int = 1
+    # A zip package is this format when it has one of these members...
+    package_parts: tuple[str, ...] = ()
+    # ...or when its [Content_Types].xml mentions this (Strict OOXML and
+    # unusual producers name the main part differently).
+    content_types_marker: bytes = b""
+    # Whether its pages know where each line sits (citation regions).
+    line_positions: bool = False
+
+    @property
+    def recognised_by_content(self) -> bool:
+        return bool(self.magic or self.package_parts)
+
+    @property
+    def is_office(self) -> bool:
+        return bool(self.content_types_marker)
+
+    def starts(self, head: bytes) -> bool:
+        """Whether a file beginning with `head` shows this format's signature."""
+        return any(
+            head.find(magic, 0, self.magic_within - 1 + len(magic)) >= 0
+            for magic in self.magic
+        )
+
+
+FORMATS: tuple[Format, ...] = (
+    Format(
+        PDF,
+        name="a PDF",
+        label="PDF",
+        extensions=(".pdf",),
+        reader="pdf.read_pdf",
+        pages=PHYSICAL,
+        aliases=("application/x-pdf",),
+        magic=(b"%PDF-",),
+        magic_within=1024,
+        line_positions=True,
+    ),
+    Format(
+        DOCX,
+        name="a Word document (.docx)",
+        label="Word (.docx)",
+        extensions=(".docx",),
+        reader="office.read_docx",
+        pages=SECTIONS,
+        package_parts=("word/document.xml",),
+        content_types_marker=b"wordprocessingml",
+    ),
+    Format(
+        PPTX,
+        name="a PowerPoint presentation (.pptx)",
+        label="PowerPoint (.pptx)",
+        extensions=(".pptx",),
+        reader="office.read_pptx",
+        pages="one page per slide",
+        package_parts=("ppt/presentation.xml",),
+        content_types_marker=b"presentationml",
+    ),
+    Format(
+        XLSX,
+        name="an Excel workbook (.xlsx)",
+        label="Excel (.xlsx)",
+        extensions=(".xlsx",),
+        reader="office.read_xlsx",
+        pages="one page per sheet, as a table",
+        package_parts=("xl/workbook.xml",),
+        content_types_marker=b"spreadsheetml",
+    ),
+    Format(
+        HTML,
+        name="an HTML file",
+        label="HTML",
+        extensions=(".html", ".htm", ".xhtml"),
+        reader="web.read_html",
+        pages=SECTIONS,
+        aliases=("application/xhtml+xml",),
+    ),
+    Format(
+        EPUB,
+        name="an EPUB e-book",
+        label="EPUB",
+        extensions=(".epub",),
+        reader="epub.read_epub",
+        pages=SECTIONS,
+        package_parts=("mimetype", "META-INF/container.xml"),
+    ),
+    Format(
+        MARKDOWN,
+        name="a Markdown file",
+        label="Markdown",
+        extensions=(".md", ".markdown"),
+        reader="text.read_markdown",
+        pages=SECTIONS,
+        aliases=("text/x-markdown",),
+    ),
+    Format(
+        PLAIN_TEXT,
+        name="a text file",
+        label="plain text",
+        extensions=(".txt", ".text"),
+        reader="text.read_plain_text",
+        pages="one page (a long text continues on the next page)",
+    ),
+    Format(
+        PNG,
+        name="a PNG image",
+        label="PNG",
+        extensions=(".png",),
+        reader="images.read_image_file",
+        pages="one page per image, its text read by OCR",
+        magic=(b"\x89PNG\r\n\x1a\n",),
+        line_positions=True,
+    ),
+    Format(
+        JPEG,
+        name="a JPEG image",
+        label="JPEG",
+        extensions=(".jpg", ".jpeg"),
+        reader="images.read_image_file",
+        pages="one page per image, its text read by OCR",
+        aliases=("image/jpg", "image/pjpeg"),
+        magic=(b"\xff\xd8\xff",),
+        line_positions=True,
+    ),
+    Format(
+        TIFF,
+        name="a TIFF image",
+        label="TIFF",
+        extensions=(".tif", ".tiff"),
+        reader="images.read_image_file",
+        pages="one page per frame, its text read by OCR",
+        aliases=("image/x-tiff",),
+        magic=(b"II*\x00", b"MM\x00*"),
+        line_positions=True,
+    ),
+)
+
+BY_TYPE = {fmt.content_type: fmt for fmt in FORMATS}
 _ALIASES = {
-    "application/pdf": PDF,
-    "application/x-pdf": PDF,
-    "text/markdown": MARKDOWN,
-    "text/x-markdown": MARKDOWN,
-    "text/plain": PLAIN_TEXT,
-    "text/html": HTML,
-    "application/xhtml+xml": HTML,
-    DOCX: DOCX,
-    PPTX: PPTX,
-    XLSX: XLSX,
-    "application/epub+zip": EPUB,
-    "image/png": PNG,
-    "image/jpeg": JPEG,
-    "image/jpg": JPEG,
-    "image/pjpeg": JPEG,
-    "image/tiff": TIFF,
-    "image/x-tiff": TIFF,
+    alias: fmt.content_type
+    for fmt in FORMATS
+    for alias in (fmt.content_type, *fmt.aliases)
 }
 _EXTENSIONS = {
-    ".pdf": PDF,
-    ".md": MARKDOWN,
-    ".markdown": MARKDOWN,
-    ".txt": PLAIN_TEXT,
-    ".text": PLAIN_TEXT,
-    ".html": HTML,
-    ".htm": HTML,
-    ".xhtml": HTML,
-    ".docx": DOCX,
-    ".pptx": PPTX,
-    ".xlsx": XLSX,
-    ".epub": EPUB,
-    ".png": PNG,
-    ".jpg": JPEG,
-    ".jpeg": JPEG,
-    ".tif": TIFF,
-    ".tiff": TIFF,
+    extension: fmt.content_type for fmt in FORMATS for extension in fmt.extensions
 }
 # Types that say nothing about the content; the file name decides instead.
 _UNINFORMATIVE = {
@@ -109,10 +231,28 @@ _LEGACY_SAVE_AS = {"doc": "docx", "xls": "xlsx", "ppt": "pptx"}
 
 SUPPORTED_EXTENSIONS = tuple(_EXTENSIONS)
 LEGACY_EXTENSIONS = tuple(f".{kind}" for kind in _LEGACY)
-SUPPORTED_DESCRIPTION = (
-    "PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), HTML, EPUB, Markdown, "
-    "plain text, or a PNG, JPEG or TIFF image"
-)
+
+
+def labels() -> str:
+    """Every format's words in one phrase ("PDF, Word (.docx), ... or TIFF"),
+    for the upload form, the admin, the home page and refusals."""
+    words = [fmt.label for fmt in FORMATS]
+    return f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def page_models() -> str:
+    """How each format becomes pages, formats with the same model together."""
+    grouped: dict[str, list[str]] = {}
+    for fmt in FORMATS:
+        grouped.setdefault(fmt.pages, []).append(fmt.label)
+    return "; ".join(f"{', '.join(names)}: {model}" for model, names in grouped.items())
+
+
+def with_line_positions() -> str:
+    """The formats whose pages know where their lines sit."""
+    words = [fmt.label for fmt in FORMATS if fmt.line_positions]
+    return f"{', '.join(words[:-1])} and {words[-1]}"
+
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 HEAD_BYTES = 8192
@@ -150,14 +290,9 @@ def sniff(handle: BinaryIO) -> Sniffed:
     handle.seek(0)
     head = handle.read(HEAD_BYTES)
     try:
-        if b"%PDF-" in head[:1024]:
-            return Sniffed(PDF)
-        if head.startswith(b"\x89PNG\r\n\x1a\n"):
-            return Sniffed(PNG)
-        if head.startswith(b"\xff\xd8\xff"):
-            return Sniffed(JPEG)
-        if head[:4] in (b"II*\x00", b"MM\x00*"):
-            return Sniffed(TIFF)
+        for fmt in FORMATS:
+            if fmt.starts(head):
+                return Sniffed(fmt.content_type)
         if head.startswith(OLE_MAGIC):
             return _sniff_ole(handle)
         if head.startswith(b"PK"):
@@ -169,16 +304,9 @@ def sniff(handle: BinaryIO) -> Sniffed:
 
 def zip_format(names: set[str]) -> str | None:
     """The package format a zip's member names show, if any."""
-    if "word/document.xml" in names:
-        return DOCX
-    if "ppt/presentation.xml" in names:
-        return PPTX
-    if "xl/workbook.xml" in names:
-        return XLSX
-    if "mimetype" in names or "META-INF/container.xml" in names:
-        return EPUB
-    # Strict OOXML and unusual producers name the main part differently; the
-    # content types part says what it is.
+    for fmt in FORMATS:
+        if any(part in names for part in fmt.package_parts):
+            return fmt.content_type
     return None
 
 
@@ -191,14 +319,14 @@ def _sniff_zip(handle: BinaryIO) -> Sniffed:
                 # Read a bounded prefix: the upload may be a zip bomb.
                 with archive.open("[Content_Types].xml") as member:
                     types = member.read(200_000)
-                for marker, content_type in (
-                    (b"wordprocessingml", DOCX),
-                    (b"presentationml", PPTX),
-                    (b"spreadsheetml", XLSX),
-                ):
-                    if marker in types:
-                        found = content_type
-                        break
+                found = next(
+                    (
+                        fmt.content_type
+                        for fmt in FORMATS
+                        if fmt.is_office and fmt.content_types_marker in types
+                    ),
+                    None,
+                )
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError, RuntimeError):
         return Sniffed()  # truncated, corrupt or encrypted: the declared type decides
     if found is None:
@@ -259,7 +387,7 @@ def resolve_content_type(
     if sniffed.content_type:
         return sniffed.content_type
     claimed = declared_type(content_type, filename)
-    if sniffed.encrypted and claimed not in (DOCX, PPTX, XLSX):
+    if sniffed.encrypted and not (claimed and BY_TYPE[claimed].is_office):
         raise Refused(
             "This is an encrypted (password-protected) Office file. Remove the "
             "password and upload it again."
@@ -273,7 +401,7 @@ def resolve_content_type(
         canonical = _sniff_text(handle)
     if canonical is None:
         return None
-    if canonical in TEXT_TYPES or canonical == HTML:
+    if not BY_TYPE[canonical].recognised_by_content:
         try:
             _, params = parse_header_parameters(content_type or "")
         except ValueError:
@@ -315,7 +443,8 @@ def _sniff_text(handle: BinaryIO) -> str | None:
 def describe(content_type: str) -> str:
     """The format with its article ("a Word document (.docx)")."""
     media_type, _ = parse_header_parameters(content_type)
-    return NAMES.get(media_type, f"a file of type {media_type or 'unknown'}")
+    fmt = BY_TYPE.get(media_type)
+    return fmt.name if fmt else f"a file of type {media_type or 'unknown'}"
 
 
 def the(content_type: str) -> str:

@@ -1,14 +1,15 @@
 """Turning a stored file into pages.
 
-Markdown and plain text are read here (documents.ingestion.text); every other
-format by the reader child (documents.ingestion.reader, run by
-documents.ingestion.reading) under time and memory limits. The content decides
+Every format is read by the reader child (documents.ingestion.reader, run by
+documents.ingestion.reading) under time and memory limits, with the reader the
+format table names (documents.ingestion.formats). The content decides
 the format when it can: a PDF stored as .html is read as a PDF, a DOCX named
 .pptx as a DOCX, and a file that claims a binary format but holds something
 else is refused saying so.
 """
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from django.conf import settings
@@ -16,17 +17,30 @@ from django.utils.http import parse_header_parameters
 
 from documents.ingestion import formats
 from documents.ingestion.cleaning import Vocabulary, clean_page
+from documents.ingestion.deadline import Deadline, DeadlinePassed
 from documents.ingestion.parsed import ParsedDocument, ParsedPage, UnreadableFile
-from documents.ingestion.reading import PDF_REASONS, ReaderLimits, read_in_child
-from documents.ingestion.text import markdown_title, page_texts_of, parse_text
+from documents.ingestion.reading import (
+    PDF_REASONS,
+    ReaderLimits,
+    ReaderTimedOut,
+    read_in_child,
+)
+from documents.ingestion.text import markdown_title, page_texts_of
 from documents.ingestion.titles import choose_title
 
 
 def reader_limits(size: int) -> ReaderLimits:
     """The reader's limits for a file of `size` bytes, from settings."""
-    budget = max(
+    image_budget = max(
         settings.PAGE_IMAGE_MIN_BUDGET_BYTES,
         int(size * settings.PAGE_IMAGE_BYTES_PER_INPUT_BYTE),
+    )
+    unpacked_budget = min(
+        settings.UNPACKED_MAX_BYTES,
+        max(
+            settings.UNPACKED_MIN_BUDGET_BYTES,
+            int(size * settings.UNPACKED_BYTES_PER_INPUT_BYTE),
+        ),
     )
     return ReaderLimits(
         image_width=settings.PAGE_IMAGE_WIDTH,
@@ -34,11 +48,13 @@ def reader_limits(size: int) -> ReaderLimits:
         timeout=settings.PDF_PARSE_TIMEOUT,
         memory_mb=settings.PDF_PARSE_MEMORY_MB,
         page_render_timeout=settings.PAGE_RENDER_TIMEOUT,
-        image_budget_bytes=budget,
+        image_budget_bytes=image_budget,
+        unpacked_budget_bytes=unpacked_budget,
         ocr_enabled=settings.OCR_ENABLED,
         ocr_languages=settings.OCR_LANGUAGES,
         ocr_max_pages=settings.OCR_MAX_PAGES,
         ocr_page_timeout=settings.OCR_PAGE_TIMEOUT,
+        text_page_chars=settings.TEXT_PAGE_MAX_CHARS,
     )
 
 
@@ -49,35 +65,42 @@ def parse_file(
     work_dir: Path,
     limits: ReaderLimits | None = None,
     on_pages: Callable[[list[ParsedPage]], None] | None = None,
+    deadline: Deadline | None = None,
 ) -> ParsedDocument:
     """Pages of the file at `path`, page images written to `work_dir`, read
-    within `limits` (by default from settings, see reader_limits). `on_pages`
-    is handed each page as soon as it is final, while the rest is still read.
+    by the reader child within `limits` (by default from settings, see
+    reader_limits) and before `deadline`. `on_pages` is handed each page as soon
+    as it is final, while the rest is still read.
 
-    Raises UnreadableFile with a reason a person understands.
+    Raises UnreadableFile with a reason a person understands (DeadlinePassed
+    when the deadline ends the reading).
     """
     media_type, params = parse_header_parameters(content_type)
     media_type = effective_type(path, media_type)
-    max_page_chars = settings.TEXT_PAGE_MAX_CHARS
-    if media_type in formats.TEXT_TYPES:
-        parsed = parse_text(
-            path,
-            markdown=media_type == formats.MARKDOWN,
-            charset=params.get("charset"),
-            max_page_chars=max_page_chars,
-        )
-        if on_pages:
-            on_pages(parsed.pages)
-        return parsed
-    if media_type not in formats.CHILD_TYPES:
+    if media_type not in formats.BY_TYPE:
         raise UnreadableFile(f"Unsupported file type {content_type!r}.")
+    limits = limits or reader_limits(path.stat().st_size)
+    if deadline is not None:
+        deadline.check()
+        if deadline.left() < limits.timeout:
+            limits = replace(
+                limits,
+                timeout=deadline.left(),
+                timeout_setting="INGEST_DOCUMENT_TIMEOUT",
+            )
     messages = read_in_child(
         path,
         media_type,
         work_dir=work_dir,
-        limits=limits or reader_limits(path.stat().st_size),
+        limits=limits,
+        charset=params.get("charset"),
     )
-    return _document(messages, work_dir, max_page_chars, on_pages)
+    try:
+        return _document(messages, work_dir, limits.text_page_chars, on_pages, deadline)
+    except ReaderTimedOut:
+        if deadline is not None and limits.timeout_setting == "INGEST_DOCUMENT_TIMEOUT":
+            raise DeadlinePassed(deadline.seconds) from None
+        raise
 
 
 def effective_type(path: Path, media_type: str) -> str:
@@ -93,8 +116,9 @@ def effective_type(path: Path, media_type: str) -> str:
     except formats.Refused as refused:
         raise UnreadableFile(refused.reason) from None
     name = formats.describe(media_type)
+    fmt = formats.BY_TYPE.get(media_type)
     if sniffed.encrypted:
-        what = formats.the(media_type) if media_type in _OFFICE else "the Office file"
+        what = formats.the(media_type) if fmt and fmt.is_office else "the Office file"
         raise UnreadableFile(
             f"{what[0].upper()}{what[1:]} is encrypted (password-protected). "
             "Remove the password and upload it again."
@@ -108,7 +132,9 @@ def effective_type(path: Path, media_type: str) -> str:
         )
     if media_type == formats.PDF:
         raise UnreadableFile(PDF_REASONS["not_pdf"])
-    if media_type in (*_OFFICE, formats.EPUB):
+    if fmt is None:
+        return media_type
+    if fmt.package_parts:
         if head.startswith(b"PK"):
             the = formats.the(media_type)
             raise UnreadableFile(
@@ -119,14 +145,11 @@ def effective_type(path: Path, media_type: str) -> str:
         raise UnreadableFile(
             f"This file is named or sent as {name} but holds {what}, not {name}."
         )
-    if media_type in formats.IMAGE_TYPES:
+    if fmt.magic:
         raise UnreadableFile(f"This is not {name} (its content is not one).")
     if media_type == formats.HTML and b"\x00" in head[:4096]:
         raise UnreadableFile("This is not an HTML file (it contains binary data).")
     return media_type
-
-
-_OFFICE = (formats.DOCX, formats.PPTX, formats.XLSX)
 
 
 def _document(
@@ -134,6 +157,7 @@ def _document(
     work_dir: Path,
     max_page_chars: int,
     on_pages: Callable[[list[ParsedPage]], None] | None,
+    deadline: Deadline | None,
 ) -> ParsedDocument:
     """Pages from the reader's messages, cleaned as they arrive: the words of
     the pages read so far decide whether a line-end hyphen is a real one."""
@@ -144,6 +168,8 @@ def _document(
     facts: dict = {}
     first_heading = ""
     for message in messages:
+        if deadline is not None:
+            deadline.check()
         kind = message.get("kind")
         if kind == "document":
             facts = message
@@ -152,10 +178,10 @@ def _document(
             notes = list(message.get("notes", []))
             continue
         warnings.extend(f"Page {message['number']}: {e}" for e in message["notes"])
-        if message["markdown"]:
+        if message["markdown"] or message["plain"]:
             texts = page_texts_of(
                 message["text"],
-                markdown=True,
+                markdown=message["markdown"],
                 split=message["split"],
                 max_page_chars=max_page_chars,
             )

@@ -11,6 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from documents.ingestion import embeddings
 from documents.ingestion.chunking import TextChunk, chunk_pages
+from documents.ingestion.deadline import Deadline, TooManyChunks
 from documents.ingestion.parsed import ParsedPage
 
 logger = logging.getLogger(__name__)
@@ -18,6 +19,8 @@ logger = logging.getLogger(__name__)
 # The first group is small so that the embedder starts after the first pages
 # instead of waiting for a whole group (it is the limit of ingestion).
 FIRST_GROUP = 8
+# Longest wait for the embedder between two looks at the deadline's clock.
+WAIT_STEP = 1.0
 
 
 class EmbeddingFailed(Exception):
@@ -26,12 +29,26 @@ class EmbeddingFailed(Exception):
 
 class ChunkStream:
     """Chunks pages as they come (`add_pages`) and embeds them in groups of
-    `group` chunks on one worker thread; `finish` waits for the vectors."""
+    `group` chunks on one worker thread; `finish` waits for the vectors.
 
-    def __init__(self, *, chunk_size: int, chunk_overlap: int, group: int):
+    At most `max_chunks` chunks are made: the one past the budget fails the
+    document (TooManyChunks) before it or any later chunk is embedded. Past
+    the `deadline`, adding pages or waiting for vectors raises DeadlinePassed."""
+
+    def __init__(
+        self,
+        *,
+        chunk_size: int,
+        chunk_overlap: int,
+        group: int,
+        max_chunks: int,
+        deadline: Deadline,
+    ):
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.group = max(1, group)
+        self.max_chunks = max_chunks
+        self.deadline = deadline
         self.chunks: list[TextChunk] = []
         self._pending: list[TextChunk] = []
         self._futures: list[Future] = []
@@ -39,12 +56,15 @@ class ChunkStream:
         self.model_name = ""
 
     def add_pages(self, pages: list[ParsedPage]) -> None:
+        self.deadline.check()
         new = chunk_pages(
             pages,
             chunk_size=self.chunk_size,
             chunk_overlap=self.chunk_overlap,
             first_order=len(self.chunks),
         )
+        if len(self.chunks) + len(new) > self.max_chunks:
+            raise TooManyChunks(self.max_chunks)
         self.chunks.extend(new)
         self._pending.extend(new)
         wanted = self.group if self._futures else min(self.group, FIRST_GROUP)
@@ -62,22 +82,32 @@ class ChunkStream:
         return embedder.embed_documents(texts)
 
     def finish(self) -> list:
-        """The vectors of every chunk, in order. Raises EmbeddingFailed."""
+        """The vectors of every chunk, in order. Raises EmbeddingFailed, or
+        DeadlinePassed when the vectors are not all there in time."""
         if self._pending:
             self._submit()
         vectors: list = []
         try:
             for future in self._futures:
-                vectors.extend(future.result())
-        except Exception as exc:
-            logger.exception("Embedding %d chunks failed", len(self.chunks))
-            raise EmbeddingFailed from exc
+                vectors.extend(self._result(future))
         finally:
             self.close()
         return vectors
 
+    def _result(self, future: Future) -> list:
+        while True:
+            self.deadline.check()
+            wait = min(max(self.deadline.left(), 0.0), WAIT_STEP)
+            try:
+                return future.result(timeout=wait)
+            except TimeoutError:
+                continue
+            except Exception as exc:
+                logger.exception("Embedding %d chunks failed", len(self.chunks))
+                raise EmbeddingFailed from exc
+
     def close(self) -> None:
-        """Stop embedding (what is queued is dropped) and end the thread."""
-        for future in self._futures:
-            future.cancel()
-        self._pool.shutdown(wait=True)
+        """Stop embedding: what is queued is dropped, and the group being
+        embedded (ONNX can't be interrupted) ends on its own thread without
+        being waited for, so a stopped document frees the worker at once."""
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -45,18 +45,24 @@ PDF_REASONS = {
 
 @dataclass(frozen=True)
 class ReaderLimits:
-    """What one reading may cost (from settings, see documents.ingestion.parsers)."""
+    """What one reading may cost. Built from settings only (see
+    documents.ingestion.parsers.reader_limits), and sent whole to the child, so
+    that each limit has its one default in project/settings.py."""
 
-    image_width: int = 1000
-    max_pages: int = 2000
-    timeout: float = 300.0
-    memory_mb: int = 3072
-    page_render_timeout: float = 5.0
-    image_budget_bytes: int = 16 * 1024 * 1024
-    ocr_enabled: bool = True
-    ocr_languages: str = "eng"
-    ocr_max_pages: int = 100
-    ocr_page_timeout: float = 30.0
+    image_width: int
+    max_pages: int
+    timeout: float
+    memory_mb: int
+    page_render_timeout: float
+    image_budget_bytes: int
+    unpacked_budget_bytes: int
+    ocr_enabled: bool
+    ocr_languages: str
+    ocr_max_pages: int
+    ocr_page_timeout: float
+    text_page_chars: int
+    # The setting to name when the time limit is reached.
+    timeout_setting: str = "PDF_PARSE_TIMEOUT"
 
     def soft_deadline(self) -> float:
         """When the child stops optional work (drawing, OCR): early enough to
@@ -64,35 +70,59 @@ class ReaderLimits:
         return max(self.timeout - min(30.0, self.timeout * 0.2), self.timeout * 0.5)
 
 
+class ReaderTimedOut(UnreadableFile):
+    """The child did not finish within its time limit and was killed."""
+
+
+def child_request(
+    path: Path,
+    content_type: str,
+    *,
+    work_dir: Path,
+    limits: ReaderLimits,
+    charset: str | None = None,
+) -> dict:
+    """The child's instructions (protocol.Request): the format table's reader for
+    `content_type`, and every limit."""
+    fmt = formats.BY_TYPE[content_type]
+    request = {
+        key: value
+        for key, value in asdict(limits).items()
+        if key not in ("timeout", "timeout_setting")
+    }
+    return request | {
+        "format": content_type,
+        "format_name": fmt.name,
+        "reader": fmt.reader,
+        "path": str(path),
+        "out_dir": str(work_dir),
+        "soft_deadline": limits.soft_deadline(),
+        "hard_timeout": limits.timeout,
+        "charset": charset,
+    }
+
+
 def read_in_child(
-    path: Path, content_type: str, *, work_dir: Path, limits: ReaderLimits
+    path: Path,
+    content_type: str,
+    *,
+    work_dir: Path,
+    limits: ReaderLimits,
+    charset: str | None = None,
 ) -> Iterator[dict]:
     """What the reader child says about the file, message by message as it
-    reads (documents.ingestion.reader.protocol). Raises UnreadableFile."""
-    for message in _messages(path, content_type, work_dir, limits):
+    reads (documents.ingestion.reader.protocol). Raises UnreadableFile
+    (ReaderTimedOut past the time limit)."""
+    request = child_request(
+        path, content_type, work_dir=work_dir, limits=limits, charset=charset
+    )
+    for message in _messages(path, request, limits):
         if message.get("kind") == "error":
             raise UnreadableFile(_reason(message, path, content_type, limits))
         yield message
 
 
-def _messages(
-    path: Path, content_type: str, work_dir: Path, limits: ReaderLimits
-) -> Iterator[dict]:
-    request = {
-        "format": content_type,
-        "path": str(path),
-        "out_dir": str(work_dir),
-        "image_width": limits.image_width,
-        "max_pages": limits.max_pages,
-        "memory_mb": limits.memory_mb,
-        "soft_deadline": limits.soft_deadline(),
-        "hard_timeout": limits.timeout,
-        **{
-            key: value
-            for key, value in asdict(limits).items()
-            if key.startswith(("ocr_", "page_render", "image_budget"))
-        },
-    }
+def _messages(path: Path, request: dict, limits: ReaderLimits) -> Iterator[dict]:
     with tempfile.TemporaryFile() as stderr:
         process = subprocess.Popen(
             [sys.executable, "-m", "documents.ingestion.reader", json.dumps(request)],
@@ -132,9 +162,9 @@ def _messages(
                 kill()
                 process.wait()
         if timed_out.is_set() and not ended:
-            raise UnreadableFile(
+            raise ReaderTimedOut(
                 f"Reading the file took longer than {limits.timeout:g} seconds; it "
-                "may be damaged or too complex (setting PDF_PARSE_TIMEOUT)."
+                f"may be damaged or too complex (setting {limits.timeout_setting})."
             )
         if process.returncode != 0 or not ended:
             stderr.seek(0)

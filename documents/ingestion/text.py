@@ -9,10 +9,9 @@ that no single page is unwieldy to show.
 
 import codecs
 import re
-from pathlib import Path
 
 from documents.ingestion.cleaning import clean_text
-from documents.ingestion.parsed import ParsedDocument, ParsedPage, UnreadableFile
+from documents.ingestion.parsed import UnreadableFile
 
 _SECTION_HEADING = re.compile(r"^ {0,3}#{1,2}(?:[ \t]+|$)", re.MULTILINE)
 _ANY_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
@@ -98,12 +97,10 @@ def page_texts_of(
     ]
 
 
-def parse_text(
-    path: Path, *, markdown: bool, charset: str | None, max_page_chars: int
-) -> ParsedDocument:
-    """Pages of a Markdown or plain-text file. Raises UnreadableFile when the file
-    is empty, holds only whitespace, or is binary rather than text."""
-    data = path.read_bytes()
+def text_of(data: bytes, charset: str | None) -> str:
+    """The text of a Markdown or plain-text file, newlines made "\\n". Raises
+    UnreadableFile when the file is empty, holds only whitespace, or is binary
+    rather than text."""
     if not data:
         raise UnreadableFile("The file is empty (0 bytes).")
     text = decode_text(data, charset)
@@ -112,11 +109,15 @@ def parse_text(
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise UnreadableFile("The file is empty (it holds only whitespace).")
-    page_texts = page_texts_of(
-        text, markdown=markdown, split=markdown, max_page_chars=max_page_chars
-    )
-    pages = [
-        ParsedPage(number=number, text=page_text)
-        for number, page_text in enumerate(page_texts, start=1)
+    return text
+
+
+def raw_pages(text: str, *, markdown: bool, max_page_chars: int) -> list[str]:
+    """The text cut into pages before clean-up (Markdown at its level-1 and
+    level-2 headings, any page longer than `max_page_chars` continued on the
+    next), so that a large file is cleaned and chunked page by page as the
+    pages arrive instead of all at once."""
+    sections = _markdown_sections(text) if markdown else [text]
+    return [
+        piece for section in sections for piece in _split_long(section, max_page_chars)
     ]
-    return ParsedDocument(pages=pages, title=markdown_title(text) if markdown else "")

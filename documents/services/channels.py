@@ -3,7 +3,7 @@
 from django.db import transaction
 from django.db.models import F
 
-from documents.access import Actor, audit
+from documents.access import COMMAND_LINE, Actor, audit
 from documents.models import Channel, MetadataField
 
 
@@ -18,11 +18,13 @@ def create_channel(
     name: str,
     description: str = "",
     fields: list[dict] | None = None,
-    actor: Actor | None = None,
+    actor: Actor = COMMAND_LINE,
     **options,
 ) -> Channel:
-    """Create a channel and its metadata fields (dicts of MetadataField attributes);
-    recorded in the audit trail when an actor is given."""
+    """Create a channel and its metadata fields (dicts of MetadataField
+    attributes), recorded in the audit trail as channel.create (by the command
+    line unless another actor is given: code that runs with no door does)."""
+    names = [str(spec.get("name", "?")) for spec in fields or []]
     with transaction.atomic():
         channel = Channel(slug=slug, name=name, description=description, **options)
         channel.full_clean()
@@ -31,26 +33,43 @@ def create_channel(
             field = MetadataField(channel=channel, position=position, **spec)
             field.full_clean()
             field.save()
-        if actor is not None:
-            audit.record(
-                audit.Action.CHANNEL_CREATE,
-                actor=actor,
-                channel=channel,
-                target=channel,
-            )
+        audit.record(
+            audit.Action.CHANNEL_CREATE,
+            actor=actor,
+            channel=channel,
+            target=channel,
+            detail=f"Fields: {', '.join(names) or 'none'}",
+        )
     return channel
 
 
-def record_channel_change(*, channel: Channel, actor: Actor, changes: str) -> None:
-    """Note a configuration change made through the admin's channel form (which
-    saves the channel and its field rows itself) and invalidate what depends on
-    the configuration (tool schemas, cached answers)."""
+def record_channel_change(
+    *,
+    channel: Channel,
+    actor: Actor,
+    changes: str,
+    created: bool = False,
+    access_changes: list[str] | None = None,
+) -> None:
+    """Note a channel created or changed through the admin's channel form
+    (which saves the channel and its field rows itself) and invalidate what
+    depends on the configuration (tool schemas, cached answers). Changes to its
+    readers and curators (`access_changes`, each "readers: added alice") are
+    an event of their own, so the trail says who let whom in."""
     with transaction.atomic():
         bump_corpus_version(channel_id=channel.pk)
         audit.record(
-            audit.Action.CHANNEL_CHANGE,
+            audit.Action.CHANNEL_CREATE if created else audit.Action.CHANNEL_CHANGE,
             actor=actor,
             channel=channel,
             target=channel,
             detail=changes,
         )
+        if access_changes:
+            audit.record(
+                audit.Action.CHANNEL_ACCESS,
+                actor=actor,
+                channel=channel,
+                target=channel,
+                detail="; ".join(access_changes),
+            )

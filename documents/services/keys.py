@@ -55,6 +55,7 @@ def create_api_key(
             audit.Action.KEY_CREATE,
             actor=actor,
             target=api_key,
+            channels=channels,
             detail=_access_detail(api_key, channels)
             + (f"; expires {expires_at:%Y-%m-%d %H:%M} UTC" if expires_at else ""),
         )
@@ -82,11 +83,16 @@ def update_api_key(
         api_key.scopes = clean_scopes(scopes)
         api_key.expires_at = expires_at
         api_key.save(update_fields=["name", "scopes", "expires_at"])
+        before = list(api_key.channels.all())
         api_key.channels.set(channels)
         audit.record(
             audit.Action.KEY_CHANGE,
             actor=actor,
             target=api_key,
+            # The channels it lost too: their curators see that it left.
+            channels=list(
+                {channel.pk: channel for channel in [*before, *channels]}.values()
+            ),
             detail=_access_detail(api_key, channels),
         )
     return api_key
@@ -101,5 +107,10 @@ def revoke_api_key(*, api_key: ApiKey, actor: Actor) -> bool:
         )
         if revoked:
             api_key.refresh_from_db(fields=["revoked_at"])
-            audit.record(audit.Action.KEY_REVOKE, actor=actor, target=api_key)
+            audit.record(
+                audit.Action.KEY_REVOKE,
+                actor=actor,
+                target=api_key,
+                channels=list(api_key.channels.all()),
+            )
     return bool(revoked)

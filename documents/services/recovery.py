@@ -1,149 +1,206 @@
-"""Ingestions interrupted by a dying worker: detect them and queue them again.
+"""Tasks a stopped worker left behind, of every kind: detect them and queue them
+again.
 
-A worker killed mid-ingestion (SIGKILL, OOM killer, power loss) leaves its
-django-tasks-db row RUNNING forever and the document `processing` (or `ready`
-with the "Re-ingesting" note); the backend never retries it. While a worker
-ingests a document it holds a PostgreSQL session advisory lock on the document
-(`ingestion_lease`). The server drops the lock when the worker's connection
-dies, so "document in flight but its lock is free" means nobody is working on it
-any more; `requeue_interrupted_ingestions` queues those documents again and marks
-their orphaned task rows failed.
+A worker killed mid-task (SIGKILL, OOM killer, power loss) leaves its
+django-tasks-db row RUNNING forever; the backend never retries it. So while a
+worker runs a task it holds the row's lease (a session advisory lock,
+`locks.Namespace.TASK`), and while it ingests a document it also holds the
+document's ingestion lease. The server drops both when the worker's connection
+dies, so "RUNNING but its lease is free" means nobody is working on it any more.
+`requeue_interrupted_tasks` marks those rows failed (`WorkerDied`) and queues
+their work again: an ingestion through the ingestion queue, with its document
+put back to pending (or ready, still re-ingesting later); any other task as the
+same task with the same arguments (every task is safe to run again). A graceful
+stop that cannot finish its task in time hands it back the same way
+(`hand_back`).
 """
 
-import datetime
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from functools import partial
 
-from django.db import connection, transaction
+from django.db import transaction
+from django.tasks import TaskResultStatus
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
+from documents import locks
 from documents.models import Document
-from documents.services.queue import (
-    INGEST_TASK_PATH,
-    REINGESTING_REASON,
-    enqueue_ingestion,
-)
+from documents.services.queue import INGEST_TASK_PATH, enqueue_ingestion
 
 logger = logging.getLogger(__name__)
 
-# High bits of the advisory lock key, so Quire's keys can't meet another user's.
-LEASE_NAMESPACE = 0x5155 << 48
-# A task row is claimed a moment before its worker takes the lease.
-CLAIM_GRACE = datetime.timedelta(seconds=60)
 WORKER_DIED = "The worker running this task stopped (killed or crashed); requeued."
+WORKER_STOPPED = (
+    "The worker was stopped before this task finished (WORKER_STOP_TIMEOUT); requeued."
+)
 
 
 class WorkerDied(Exception):
-    """Recorded on the task rows of an ingestion whose worker stopped."""
+    """Recorded on the task rows of a task whose worker died."""
 
 
-def _lease_key(document_id: int) -> int:
-    return LEASE_NAMESPACE + document_id
+class WorkerStopped(BaseException):
+    """Raised in a task its worker stops before it ends (a BaseException, so
+    that a task's own `except Exception` does not record it as the task's
+    failure); recorded on its row."""
 
 
-@contextmanager
-def ingestion_lease(document_id: int) -> Iterator[None]:
-    """Hold the document's ingestion lease (a session advisory lock) while the
-    block runs; a second ingestion of the same document waits for the first."""
-    key = _lease_key(document_id)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s)", [key])
-    try:
-        yield
-    finally:
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
-        except Exception:
-            # A lost connection has released the lock already.
-            logger.warning("Could not release the ingestion lease of %s", document_id)
+def task_lease(row_id) -> AbstractContextManager[None]:
+    """The lease a worker holds on a task row while it runs it."""
+    return locks.lease(locks.Namespace.TASK, str(row_id))
 
 
-def lease_is_free(document_id: int) -> bool:
-    """True when no process holds the document's ingestion lease right now."""
-    key = _lease_key(document_id)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
-        (acquired,) = cursor.fetchone()
-        if acquired:
-            cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
-    return acquired
+def still_running(row: DBTaskResult) -> bool:
+    """True when the row is still RUNNING: a worker that takes the lease just
+    after claiming the row checks this, because recovery may have found the row
+    abandoned in between."""
+    return DBTaskResult.objects.filter(
+        pk=row.pk, status=TaskResultStatus.RUNNING
+    ).exists()
 
 
-def _running_task_rows() -> dict[int, list]:
-    rows: dict[int, list] = {}
-    running = DBTaskResult.objects.running().filter(task_path=INGEST_TASK_PATH)
-    for row in running:
-        args = (row.args_kwargs or {}).get("args") or []
-        if args and isinstance(args[0], int):
-            rows.setdefault(args[0], []).append(row)
-    return rows
+def _document_of(row: DBTaskResult) -> int | None:
+    args = (row.args_kwargs or {}).get("args") or []
+    return args[0] if args and isinstance(args[0], int) else None
 
 
-def requeue_interrupted_ingestions() -> list[int]:
-    """Queue again every document whose ingestion was interrupted; return their ids.
+def requeue_interrupted_tasks() -> list[str]:
+    """Queue again the work of every task a dead worker left RUNNING, and of
+    every document whose ingestion was interrupted; return what was requeued
+    ("task_name(args)" per task, "ingest(document id)" per document).
 
-    Candidates are documents `processing`, `ready` with the re-ingesting note,
-    and documents of task rows left RUNNING; a document counts as interrupted
-    when nobody holds its ingestion lease. Its orphaned task rows are marked
-    failed. Safe to run at any time, from several processes at once.
+    A row counts as abandoned when nobody holds its lease (nor, for an
+    ingestion, the document's). Safe to run at any time, from several
+    processes at once, but not from a worker's own task.
     """
-    now = timezone.now()
-    running = _running_task_rows()
-    in_flight = set(
-        Document.objects.filter(status=Document.Status.PROCESSING).values_list(
-            "pk", flat=True
-        )
-    ) | set(
-        Document.objects.filter(
-            status=Document.Status.READY, status_reason=REINGESTING_REASON
-        ).values_list("pk", flat=True)
-    )
-    requeued: list[int] = []
-    for document_id in sorted(in_flight | set(running)):
+    requeued: list[str] = []
+    documents: set[int] = set()
+    for row in DBTaskResult.objects.running():
+        document_id = _document_of(row)
+        ingestion = row.task_path == INGEST_TASK_PATH
         with transaction.atomic():
-            document = (
-                Document.objects.select_for_update(skip_locked=True)
-                .filter(pk=document_id)
-                .first()
-            )
-            if document is None or not lease_is_free(document_id):
+            # Held until commit, so a worker that claimed the row a moment ago
+            # waits here for its lease and then sees the row failed.
+            if not locks.try_xact_lock(locks.Namespace.TASK, str(row.pk)):
                 continue
-            stuck = document.status == Document.Status.PROCESSING or (
-                document.status == Document.Status.READY
-                and document.status_reason == REINGESTING_REASON
-            )
-            rows = running.get(document_id, [])
-            claimed_long_ago = any(
-                row.started_at and row.started_at < now - CLAIM_GRACE for row in rows
-            )
-            if not stuck and not (
-                claimed_long_ago and document.status == Document.Status.PENDING
+            if (
+                ingestion
+                and document_id is not None
+                and not locks.try_xact_lock(locks.Namespace.INGESTION, document_id)
             ):
                 continue
-            if document.status == Document.Status.PROCESSING:
-                document.status = Document.Status.PENDING
-            # A note that no longer matches REINGESTING_REASON, so a second
-            # recovery pass before the worker starts doesn't queue it twice.
-            document.status_reason = (
-                "Queued again: the worker ingesting it stopped."
-                if document.status == Document.Status.PENDING
-                else "Re-ingestion queued again: the worker ingesting it stopped; "
-                "the previous version stays searchable."
-            )
-            document.save(update_fields=["status", "status_reason", "updated_at"])
-            for row in rows:
-                DBTaskResult.objects.filter(pk=row.pk, status=row.status).update(
-                    status="FAILED",
-                    finished_at=now,
-                    exception_class_path=f"{WorkerDied.__module__}.WorkerDied",
-                    traceback=WORKER_DIED,
-                )
-            transaction.on_commit(partial(enqueue_ingestion, document_id), robust=True)
-            requeued.append(document_id)
+            if not _fail_row(row, WorkerDied(WORKER_DIED)):
+                continue
+            if ingestion:
+                if document_id is not None:
+                    documents.add(document_id)
+            else:
+                transaction.on_commit(partial(_enqueue_again, row), robust=True)
+                requeued.append(_described(row))
+    requeued += [
+        f"ingest({document_id})"
+        for document_id in requeue_interrupted_ingestions(also=documents)
+    ]
     if requeued:
-        logger.warning("Requeued interrupted ingestions: %s", requeued)
+        logger.warning("Requeued interrupted tasks: %s", requeued)
     return requeued
+
+
+def requeue_interrupted_ingestions(*, also: Iterable[int] = ()) -> list[int]:
+    """Queue again every document whose ingestion was interrupted; return their
+    ids.
+
+    Candidates are documents `processing`, documents re-ingesting, and those of
+    `also` (whose ingestion rows were just found abandoned); a document counts
+    as interrupted when nobody holds its ingestion lease.
+    """
+    orphaned = set(also)
+    candidates = (
+        set(
+            Document.objects.filter(status=Document.Status.PROCESSING).values_list(
+                "pk", flat=True
+            )
+        )
+        | set(Document.objects.filter(reingesting=True).values_list("pk", flat=True))
+        | orphaned
+    )
+    return [
+        document_id
+        for document_id in sorted(candidates)
+        if _put_back(document_id, orphaned=document_id in orphaned)
+    ]
+
+
+def hand_back(row: DBTaskResult) -> str:
+    """Queue again the work of a task its own worker gave up on (a graceful
+    stop past WORKER_STOP_TIMEOUT); its row is already finished (failed with
+    WorkerStopped). Returns what was requeued."""
+    document_id = _document_of(row)
+    if row.task_path == INGEST_TASK_PATH:
+        if document_id is not None:
+            _put_back(document_id, orphaned=True)
+        return f"ingest({document_id})"
+    with transaction.atomic():
+        transaction.on_commit(partial(_enqueue_again, row), robust=True)
+    return _described(row)
+
+
+def _fail_row(row: DBTaskResult, error: BaseException) -> bool:
+    """Mark a RUNNING row failed unless someone else finished or recovered it
+    meanwhile; True when this call did."""
+    return bool(
+        DBTaskResult.objects.filter(pk=row.pk, status=TaskResultStatus.RUNNING).update(
+            status=TaskResultStatus.FAILED,
+            finished_at=timezone.now(),
+            exception_class_path=f"{type(error).__module__}.{type(error).__name__}",
+            traceback=str(error),
+        )
+    )
+
+
+def _put_back(document_id: int, *, orphaned: bool) -> bool:
+    """Put an interrupted ingestion's document back where a queued one is, and
+    queue its ingestion when this transaction commits; False when it needs
+    nothing (deleted, finished, being ingested, or locked by another
+    recoverer)."""
+    with transaction.atomic():
+        if not locks.try_xact_lock(locks.Namespace.INGESTION, document_id):
+            return False
+        document = (
+            Document.objects.select_for_update(skip_locked=True)
+            .filter(pk=document_id)
+            .first()
+        )
+        if document is None:
+            return False
+        stuck = document.status == Document.Status.PROCESSING or document.reingesting
+        if not stuck and not (orphaned and document.status == Document.Status.PENDING):
+            return False
+        if document.status == Document.Status.PROCESSING:
+            document.status = Document.Status.PENDING
+        # No longer marked re-ingesting, so a second pass before the worker
+        # starts doesn't queue it twice.
+        document.reingesting = False
+        document.status_reason = (
+            "Queued again: the worker ingesting it stopped."
+            if document.status == Document.Status.PENDING
+            else "Re-ingestion queued again: the worker ingesting it stopped; "
+            "the previous version stays searchable."
+        )
+        document.save(
+            update_fields=["status", "status_reason", "reingesting", "updated_at"]
+        )
+        transaction.on_commit(partial(enqueue_ingestion, document_id), robust=True)
+    return True
+
+
+def _enqueue_again(row: DBTaskResult) -> None:
+    arguments = row.args_kwargs or {}
+    row.task.enqueue(*arguments.get("args", []), **arguments.get("kwargs", {}))
+
+
+def _described(row: DBTaskResult) -> str:
+    arguments = (row.args_kwargs or {}).get("args", [])
+    return f"{row.task_path.rsplit('.', 1)[-1]}({', '.join(map(str, arguments))})"

@@ -1,5 +1,5 @@
 """A corpus written straight into the tables, for tests and benchmarks of
-retrieval (the real path is documents.services.documents.ingest_document)."""
+retrieval (the real path is documents.services.ingestion.ingest_document)."""
 
 from django.core.files.base import ContentFile
 from django.db import transaction

@@ -15,7 +15,8 @@ from django_tasks_db.management.commands import db_worker
 
 from documents.access import COMMAND_LINE, admit
 from documents.models import ApiKey, Channel, Document, Feedback, Page
-from documents.services.documents import create_document, ingest_document
+from documents.services.documents import create_document
+from documents.services.ingestion import ingest_document
 from documents.services.keys import create_api_key, revoke_api_key
 
 HOSTILE = "<script>alert('x')</script>"

@@ -9,7 +9,8 @@ from django.utils import timezone
 from demo.loader import DEFINITION
 from documents.access import COMMAND_LINE, admit
 from documents.models import ApiKey, Channel, Document
-from documents.services.documents import create_document, ingest_document
+from documents.services.documents import create_document
+from documents.services.ingestion import ingest_document
 
 
 def run(*args) -> tuple[str, str]:

@@ -1,13 +1,34 @@
 """Recognising uploads by content first, then declared type, then extension."""
 
+import html
 import io
 import zipfile
+from importlib import import_module
+from pathlib import Path
 
 import pytest
+from django.urls import reverse
 
 from documents.ingestion import formats
 from documents.ingestion.formats import Refused, resolve_content_type
+from documents.ingestion.reader import __main__ as reader_main
+from documents.ingestion.reading import ReaderLimits, child_request
 from documents.tests.fixtures import make_pdf
+
+_LIMITS = ReaderLimits(
+    image_width=100,
+    max_pages=1,
+    timeout=1.0,
+    memory_mb=256,
+    page_render_timeout=1.0,
+    image_budget_bytes=1,
+    unpacked_budget_bytes=1,
+    ocr_enabled=False,
+    ocr_languages="eng",
+    ocr_max_pages=0,
+    ocr_page_timeout=1.0,
+    text_page_chars=1000,
+)
 
 DOCX = formats.DOCX
 
@@ -187,3 +208,56 @@ def test_encrypted_office_content_keeps_its_declared_type():
     with pytest.raises(Refused) as caught:
         resolve_content_type(None, "secret", io.BytesIO(data))
     assert "encrypted" in caught.value.reason
+
+
+# The one format table holds: each format has its reader, its words and its
+# page model, and every place that lists formats shows each of them.
+
+
+@pytest.mark.parametrize("fmt", formats.FORMATS, ids=lambda fmt: fmt.label)
+def test_every_format_in_the_table_has_a_reader_and_a_description(fmt):
+    """The reader the table names exists in the reader package and is what the
+    child is told to run; the format has its words, its name in sentences, its
+    page model and a way to be recognised (extensions, at least)."""
+    module, _, function = fmt.reader.rpartition(".")
+    reader = getattr(import_module(f"documents.ingestion.reader.{module}"), function)
+    assert callable(reader)
+    request = child_request(
+        Path("/tmp/x"), fmt.content_type, work_dir=Path("/tmp"), limits=_LIMITS
+    )
+    assert request["reader"] == fmt.reader
+    assert request["format_name"] == fmt.name
+    assert fmt.label and fmt.name.startswith(("a ", "an ")) and fmt.pages
+    assert fmt.extensions and all(ext.startswith(".") for ext in fmt.extensions)
+    for extension in fmt.extensions:
+        assert formats.declared_type(None, f"file{extension}") == fmt.content_type
+    assert formats.describe(fmt.content_type) == fmt.name
+
+
+def test_the_table_has_one_entry_per_type_and_extension():
+    types = [fmt.content_type for fmt in formats.FORMATS]
+    extensions = [ext for fmt in formats.FORMATS for ext in fmt.extensions]
+    assert len(types) == len(set(types))
+    assert len(extensions) == len(set(extensions))
+
+
+def test_the_reader_package_keeps_no_list_of_formats():
+    """The child's dispatch is the table's: no content type is spelled in the
+    reader's entry point."""
+    source = Path(reader_main.__file__).read_text()
+    for fmt in formats.FORMATS:
+        assert fmt.content_type not in source
+
+
+@pytest.mark.django_db
+def test_the_home_page_and_the_upload_form_show_every_format(
+    client, admin_client, make_channel
+):
+    channel = make_channel("handbook")
+    home = client.get("/").text
+    upload = admin_client.get(
+        reverse("admin:documents_document_upload"), {"channel": channel.pk}
+    ).text
+    for fmt in formats.FORMATS:
+        assert html.escape(fmt.label) in home, fmt.label
+        assert html.escape(fmt.label) in upload, fmt.label

@@ -16,7 +16,8 @@ from documents.models import Channel, Document
 from documents.results import RetrievedChunk
 from documents.search.service import retrieve_chunks
 from documents.services.channels import bump_corpus_version
-from documents.services.documents import create_document, ingest_document
+from documents.services.documents import create_document
+from documents.services.ingestion import ingest_document
 from documents.tests.corpus import add_document
 from documents.tests.shared_pdfs import add_pdf_pages
 

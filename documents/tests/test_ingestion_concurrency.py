@@ -14,12 +14,14 @@ from django.core.files.storage import default_storage
 from django.core.management import call_command
 from django.db import connection
 from django.db.models import Count
+from django.tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
 from documents.access import COMMAND_LINE
 from documents.models import Chunk, Document
 from documents.search import indexing
-from documents.services.documents import create_document, ingest_document
+from documents.services.documents import create_document
+from documents.services.ingestion import ingest_document
 from documents.tests.fixtures import make_pdf
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -54,14 +56,21 @@ def test_reingestion_is_atomic_for_a_concurrent_reader(
         handle.write(_pdf(5, "new"))
 
     original_prepare = indexing.prepare_chunks
+    seen: list[tuple[int, int]] = []
+    stop = threading.Event()
+
+    def wait_for_reads(count: int) -> None:
+        """Until the reader has counted `count` more times (not a duration, so
+        a busy machine only makes it slower)."""
+        target = len(seen) + count
+        while len(seen) < target and reader.is_alive():
+            time.sleep(0.005)
 
     def slow_prepare(channel, chunks):
-        time.sleep(0.5)  # old rows deleted, new pages inserted, not committed
+        wait_for_reads(25)  # old rows deleted, new pages inserted, not committed
         original_prepare(channel, chunks)
 
     monkeypatch.setattr(indexing, "prepare_chunks", slow_prepare)
-    seen: list[tuple[int, int]] = []
-    stop = threading.Event()
 
     def read() -> None:
         try:
@@ -79,9 +88,9 @@ def test_reingestion_is_atomic_for_a_concurrent_reader(
     reader = threading.Thread(target=read)
     reader.start()
     try:
-        time.sleep(0.05)
+        wait_for_reads(1)
         result = ingest_document(document_id=document.pk)
-        time.sleep(0.05)
+        wait_for_reads(2)  # the second began after the commit
     finally:
         stop.set()
         reader.join()
@@ -124,5 +133,5 @@ def test_worker_ingests_a_queued_document(make_channel, fake_embedder):
     assert document.title == "Notes"
     assert document.chunk_count == 1
     task.refresh_from_db()
-    assert task.status == "SUCCESSFUL"
+    assert task.status == TaskResultStatus.SUCCESSFUL
     assert task.return_value == "ready"

@@ -15,7 +15,8 @@ from lxml import html as lxml_html
 from documents.access import COMMAND_LINE
 from documents.ingestion.accuracy import character_error_rate
 from documents.models import Chunk, Document, Page
-from documents.services.documents import create_document, ingest_document
+from documents.services.documents import create_document
+from documents.services.ingestion import ingest_document
 
 OFFICE = Path(__file__).resolve().parents[3] / "shared" / "data" / "office"
 # Upright, turned and skewed copies of one clean English page, and one line.

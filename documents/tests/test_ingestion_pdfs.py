@@ -13,7 +13,8 @@ from django.core.files.storage import default_storage
 
 from documents.access import COMMAND_LINE
 from documents.models import Chunk, Document, Page
-from documents.services.documents import create_document, ingest_document
+from documents.services.documents import create_document
+from documents.services.ingestion import ingest_document
 
 PDFS = Path(__file__).resolve().parents[3] / "shared" / "data" / "pdfs"
 # Fewer characters than this are stray glyphs (unmapped fonts), not text.

@@ -1,11 +1,13 @@
+import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from documents.ingestion.parsed import UnreadableFile
-from documents.ingestion.parsers import parse_file
-from documents.ingestion.reading import ReaderLimits
-from documents.ingestion.text import decode_text, markdown_title, parse_text
+from documents.ingestion.parsers import parse_file, reader_limits
+from documents.ingestion.reading import ReaderTimedOut, read_in_child
+from documents.ingestion.text import decode_text, markdown_title
 from documents.tests.fixtures import make_pdf
 
 
@@ -15,16 +17,27 @@ def _write(tmp_path: Path, name: str, data: bytes) -> Path:
     return path
 
 
-def _parse_pdf(path: Path, tmp_path: Path, **limits):
+def _parse(path: Path, tmp_path: Path, content_type: str, **limits):
+    """parse_file with the settings' limits, `limits` changed."""
     work_dir = tmp_path / "work"
     work_dir.mkdir(exist_ok=True)
-    options = {"image_width": 300, "max_pages": 50, "timeout": 60, "memory_mb": 2048}
     return parse_file(
         path,
-        "application/pdf",
+        content_type,
         work_dir=work_dir,
-        limits=ReaderLimits(**{**options, **limits}),
+        limits=replace(reader_limits(path.stat().st_size), **limits),
     )
+
+
+def _parse_pdf(path: Path, tmp_path: Path, **limits):
+    options = {"image_width": 300, "max_pages": 50, "timeout": 60, "memory_mb": 2048}
+    return _parse(path, tmp_path, "application/pdf", **{**options, **limits})
+
+
+def parse_text(path: Path, *, markdown: bool, max_page_chars: int):
+    """A text file read by the reader child, as uploads are."""
+    content_type = "text/markdown" if markdown else "text/plain"
+    return _parse(path, path.parent, content_type, text_page_chars=max_page_chars)
 
 
 def test_pdf_text_and_images_per_page(tmp_path):
@@ -70,12 +83,18 @@ def test_unreadable_pdfs_fail_with_a_readable_reason(tmp_path, data, expected):
     assert expected in excinfo.value.reason
 
 
-def test_pdf_reader_time_limit(tmp_path):
-    """A PDF that takes longer than the time limit fails instead of hanging."""
-    path = _write(tmp_path, "slow.pdf", make_pdf(["text"] * 40))
-    with pytest.raises(UnreadableFile) as excinfo:
-        _parse_pdf(path, tmp_path, timeout=0.01)
-    assert "longer than" in excinfo.value.reason
+def test_reader_time_limit(tmp_path):
+    """A reader that never finishes (its file is a pipe nobody writes to, so
+    opening it blocks forever) is killed at the time limit, and the reason
+    names the setting: unbounded slowness, so no machine is fast enough to
+    finish first."""
+    path = tmp_path / "never.txt"
+    os.mkfifo(path)
+    limits = replace(reader_limits(0), timeout=1.0)
+    with pytest.raises(ReaderTimedOut) as excinfo:
+        list(read_in_child(path, "text/plain", work_dir=tmp_path, limits=limits))
+    assert "longer than 1 seconds" in excinfo.value.reason
+    assert "PDF_PARSE_TIMEOUT" in excinfo.value.reason
 
 
 def test_a_failing_reader_fails_only_its_document(tmp_path):
@@ -102,7 +121,7 @@ def test_markdown_splits_into_pages_at_headings(tmp_path):
         "## Use\n\nRun it.\n"
     )
     path = _write(tmp_path, "guide.md", text.encode())
-    parsed = parse_text(path, markdown=True, charset=None, max_page_chars=10_000)
+    parsed = parse_text(path, markdown=True, max_page_chars=10_000)
     assert [page.number for page in parsed.pages] == [1, 2, 3]
     assert parsed.pages[0].text.startswith("Intro line.")
     assert "Still page one." in parsed.pages[0].text
@@ -115,13 +134,10 @@ def test_plain_text_is_one_page_until_it_is_too_long(tmp_path):
     """Plain text is one logical page; text beyond the page size continues on
     the next page, cut at a paragraph break."""
     short = _write(tmp_path, "short.txt", b"one\n\ntwo\n")
-    assert (
-        len(parse_text(short, markdown=False, charset=None, max_page_chars=100).pages)
-        == 1
-    )
+    assert len(parse_text(short, markdown=False, max_page_chars=100).pages) == 1
     paragraphs = "\n\n".join(f"Paragraph {i} " + "x" * 40 for i in range(10))
     long = _write(tmp_path, "long.txt", paragraphs.encode())
-    pages = parse_text(long, markdown=False, charset=None, max_page_chars=120).pages
+    pages = parse_text(long, markdown=False, max_page_chars=120).pages
     assert len(pages) > 1
     assert all(len(page.text) <= 120 for page in pages)
     assert all(page.text.startswith("Paragraph") for page in pages)
@@ -140,7 +156,7 @@ def test_unreadable_text_files_fail_with_a_reason(tmp_path, data, expected):
     """Empty, whitespace-only and binary "text" files are refused with a reason."""
     path = _write(tmp_path, "x.txt", data)
     with pytest.raises(UnreadableFile) as excinfo:
-        parse_text(path, markdown=False, charset=None, max_page_chars=1000)
+        parse_text(path, markdown=False, max_page_chars=1000)
     assert expected in excinfo.value.reason
 
 
@@ -175,6 +191,6 @@ def test_a_pdf_labelled_as_text_is_read_as_a_pdf(tmp_path):
 def test_long_text_splits_in_linear_time(tmp_path):
     """A large text without paragraph breaks still splits into bounded pages."""
     path = _write(tmp_path, "big.txt", b"word " * 400_000)
-    pages = parse_text(path, markdown=False, charset=None, max_page_chars=20_000).pages
+    pages = parse_text(path, markdown=False, max_page_chars=20_000).pages
     assert len(pages) == 100
     assert all(len(page.text) <= 20_000 for page in pages)

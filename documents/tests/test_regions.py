@@ -14,7 +14,8 @@ from documents.regions import (
     squeeze,
 )
 from documents.results import RetrievedChunk
-from documents.services.documents import create_document, ingest_document
+from documents.services.documents import create_document
+from documents.services.ingestion import ingest_document
 from documents.tests.pdf_lines import page_size, pdfium_lines, union
 
 HANDBOOK = "pdfs/text/docling__amt_handbook_sample.pdf"

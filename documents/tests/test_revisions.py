@@ -2,6 +2,8 @@
 the history, the retention of older originals, and the pages kept for
 citations (documents.revisions, documents.services.revisions)."""
 
+import threading
+
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
@@ -12,11 +14,8 @@ from django.db.migrations.executor import MigrationExecutor
 from documents import revisions
 from documents.access import COMMAND_LINE, Actor
 from documents.models import AuditEvent, Chunk, Document, DocumentRevision, Page
-from documents.services.documents import (
-    create_document,
-    delete_document,
-    ingest_document,
-)
+from documents.services.documents import create_document, delete_document
+from documents.services.ingestion import ingest_document
 from documents.services.revisions import replace_document_file
 from documents.tests.fixtures import make_pdf
 
@@ -185,6 +184,44 @@ def test_a_file_given_during_ingestion_is_read_next(make_channel, fake_embedder)
     assert Chunk.objects.get(document=document).text == "third"
 
 
+@pytest.mark.django_db(transaction=True)
+def test_reading_a_new_file_is_a_reingestion(make_channel, fake_embedder):
+    """While a ready document's new file is read, the document is ready and
+    re-ingesting, as a re-ingest makes it (recovery treats both alike); the
+    switch clears it, and so does a new file that cannot be read. (Committed
+    rows: the embedder reads them from its own thread's connection.)"""
+    channel = make_channel()
+    document = _ready(channel, _pdf("a.pdf", "first"))
+    seen: list[tuple[str, bool]] = []
+    embed = fake_embedder.embed_documents
+
+    def observing(texts: list[str]) -> list[list[float]]:
+        row = Document.objects.get(pk=document.pk)
+        seen.append((row.status, row.reingesting))
+        if threading.current_thread() is not threading.main_thread():
+            connection.close()  # the embedder thread's own, so teardown can drop the db
+        return embed(texts)
+
+    fake_embedder.embed_documents = observing
+    replace_document_file(
+        document=document, file=_pdf("b.pdf", "second"), actor=COMMAND_LINE
+    )
+    document = ingest_document(document_id=document.pk)
+    assert seen and set(seen) == {("ready", True)}
+    assert (document.revision, document.reingesting) == (2, False)
+
+    seen.clear()
+    replace_document_file(
+        document=document,
+        file=SimpleUploadedFile("c.pdf", b"%PDF-1.4\ntruncated", "application/pdf"),
+        actor=COMMAND_LINE,
+    )
+    document = ingest_document(document_id=document.pk)
+    document.refresh_from_db()
+    assert (document.status, document.revision) == ("ready", 2)
+    assert not document.reingesting
+
+
 def test_deleting_the_document_deletes_every_revision(
     make_channel, fake_embedder, django_capture_on_commit_callbacks
 ):
@@ -233,8 +270,8 @@ def test_a_new_file_that_cannot_be_read_leaves_the_old_revision_served(
 def test_the_migration_gives_existing_documents_revision_one():
     """Documents from before revisions get revision 1 from their current file,
     dated with their upload."""
-    before = [("documents", "0014_signin_audit_actions")]
-    after = [("documents", "0015_revisions_document_revisions")]
+    before = [("documents", "0016_tasks_reingesting")]
+    after = [("documents", "0017_revisions_document_revisions")]
     executor = MigrationExecutor(connection)
     executor.migrate(before)
     old = executor.loader.project_state(before).apps

@@ -14,7 +14,8 @@ from django.db import connection
 
 from documents.access import COMMAND_LINE
 from documents.search.service import retrieve_chunks
-from documents.services.documents import create_document, ingest_document
+from documents.services.documents import create_document
+from documents.services.ingestion import ingest_document
 from documents.services.revisions import replace_document_file
 from documents.tests.fixtures import make_pdf
 

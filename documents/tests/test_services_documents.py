@@ -10,10 +10,10 @@ from documents.services.documents import (
     DuplicateDocument,
     create_document,
     delete_document,
-    ingest_document,
     reingest_document,
     update_document,
 )
+from documents.services.ingestion import ingest_document
 from documents.tests.fixtures import make_pdf
 
 pytestmark = pytest.mark.django_db

@@ -13,8 +13,9 @@ from typing import Any
 
 from django.db import InterfaceError, OperationalError
 
+from documents.access import Caller
 from documents.limits import TooComplex, parse_json
-from documents.models import ApiKey, Channel
+from documents.models import Channel
 from mcp_endpoint.protocol.eras import (
     LATEST_LEGACY_VERSION,
     META_LOG_LEVEL,
@@ -83,21 +84,13 @@ async def handle_post(
     *,
     raw_headers: list[tuple[str, str]],
     channel: Channel,
-    api_key: ApiKey | None,
+    caller: Caller,
     base_url: str,
     emit: Callable[[dict], Awaitable[None]] | None = None,
-    user: Any = None,
-    grant: Any = None,
 ) -> Reply:
-    """Answer one POSTed JSON-RPC message (from an API key's holder, or from
-    `user` in the playground). Never raises."""
-    call = {
-        "channel": channel,
-        "api_key": api_key,
-        "base_url": base_url,
-        "user": user,
-        "grant": grant,
-    }
+    """Answer one POSTed JSON-RPC message from `caller` (admitted to `channel`
+    by the transport, or the playground's signed-in person). Never raises."""
+    call = {"channel": channel, "caller": caller, "base_url": base_url}
     try:
         message = parse_json(body, what="The message")
     except TooComplex as exc:

@@ -5,7 +5,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from documents.models import ApiKey, Channel
+from documents.access import Caller
+from documents.models import Channel
 
 LOG_LEVELS = (
     "debug",
@@ -24,7 +25,9 @@ class CallContext:
     """Everything a tool, resource or prompt needs to know about the current call."""
 
     channel: Channel
-    api_key: ApiKey | None  # None for the playground, which passes its user
+    # Who is calling (a key, a sign-in token and its grant, the playground's
+    # signed-in person): what links are signed for and feedback is kept under.
+    caller: Caller
     era: str  # "legacy" or "modern"
     protocol_version: str
     base_url: str  # scheme://host of the request, for absolute links
@@ -36,10 +39,6 @@ class CallContext:
     # requests of an earlier `input_required` result, and the state it echoes.
     input_responses: dict | None = None
     request_state: str | None = None
-    # The person behind the call: the playground's signed-in staff member, or
-    # the user of a sign-in token (then `grant` is its SignInGrant).
-    user: Any = None
-    grant: Any = None
     # A tools/call's tool and input schema (registry.ToolTarget), resolved once.
     tool_target: Any = None
 

@@ -9,7 +9,6 @@ import os
 import secrets
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from django.db import connection
 
+from demo.web import uvicorn_command
 from mcp_endpoint.tests.conformance_fixtures import CONFORMANCE_SLUG
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,22 +82,12 @@ def server_environment(media_root: Path, conformance_key: str) -> dict[str, str]
 def start_server(env: dict[str, str], workers: int = 2) -> tuple[subprocess.Popen, str]:
     port = free_port()
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
+        uvicorn_command(
             "mcp_endpoint.tests.live_app:application",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            str(workers),
-            "--http",
-            "project.http_guard:GuardedHttpToolsProtocol",
-            "--log-level",
-            "warning",
-        ],
+            port=port,
+            workers=workers,
+            options=("--log-level", "warning"),
+        ),
         cwd=REPO,
         env=env,
         start_new_session=True,

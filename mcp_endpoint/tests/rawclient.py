@@ -1,11 +1,14 @@
 """A test client that posts exact bytes with exact header lines (duplicates kept),
 and a checker that every answer of the endpoint is well formed."""
 
+import asyncio
 import json
 
 from asgiref.sync import async_to_sync
 from django.test import AsyncClient
 from django.test.client import FakePayload
+
+from project.asgi import application
 
 JSON_RPC_STATUSES = {200, 400, 401, 403, 404, 406, 413, 415, 429}
 
@@ -114,3 +117,74 @@ def check_reply(
     ), (answered, request_id)
     assert b"Traceback (most recent call last)" not in response.stream_body
     return message
+
+
+class AsgiResponse:
+    def __init__(self, status: int, headers: dict[bytes, bytes], body: bytes, read):
+        self.status_code, self.headers, self.content = status, headers, body
+        self.body_read = read
+
+    def __repr__(self) -> str:
+        return f"<{self.status_code} {self.content[:300]!r}>"
+
+
+class AsgiClient:
+    """Sends one request through Quire's whole ASGI application (body limits,
+    the before-body checks, Django), as uvicorn hands it over: exact header
+    lines, any Host, any Content-Length (or none), the body in 64 kB pieces;
+    and says how many body bytes the application asked for."""
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        body: bytes = b"",
+        headers: list[tuple[str, str]] = (),
+        *,
+        query: str = "",
+        host: str = "127.0.0.1",
+        content_length: str | None = "auto",
+    ) -> AsgiResponse:
+        lines = [(b"host", host.encode("latin-1"))]
+        if content_length == "auto":
+            content_length = str(len(body)) if body else None
+        if content_length is not None:
+            lines.append((b"content-length", content_length.encode()))
+        lines += [
+            (name.lower().encode("latin-1"), value.encode("utf-8", "surrogatepass"))
+            for name, value in headers
+        ]
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": method,
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode("utf-8", "surrogatepass"),
+            "query_string": query.encode("utf-8", "surrogatepass"),
+            "root_path": "",
+            "headers": lines,
+            "client": ("127.0.0.1", 50000),
+            "server": ("127.0.0.1", 8000),
+        }
+        pieces = [body[i : i + 65536] for i in range(0, len(body), 65536)] or [b""]
+        read, sent = 0, []
+
+        async def receive():
+            nonlocal read
+            if not pieces:  # the client waits for the answer; Django listens
+                await asyncio.sleep(3600)
+            piece = pieces.pop(0)
+            read += len(piece)
+            return {"type": "http.request", "body": piece, "more_body": bool(pieces)}
+
+        async def send(message):
+            sent.append(message)
+
+        async_to_sync(application)(scope, receive, send)
+        start = next(m for m in sent if m["type"] == "http.response.start")
+        content = b"".join(
+            m.get("body", b"") for m in sent if m["type"] == "http.response.body"
+        )
+        return AsgiResponse(start["status"], dict(start["headers"]), content, read)

@@ -6,7 +6,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.core import signing
 
-from documents.access import COMMAND_LINE
+from documents.access import COMMAND_LINE, Caller
 from documents.models import ApiKey, Page
 from documents.services.keys import revoke_api_key
 from mcp_endpoint.citations import (
@@ -38,7 +38,7 @@ def page_token(document, *, page: int, span=None) -> str:
         base_url="",
         page=page,
         span=span,
-        api_key=ApiKey.objects.get(name="handbook agent"),
+        caller=Caller(via="mcp", api_key=ApiKey.objects.get(name="handbook agent")),
     )
     return url.split("/")[2]
 
@@ -139,7 +139,7 @@ def test_page_links_are_signed_and_expire(mcp, settings, holiday_lines):
     key = ApiKey.objects.get(name="handbook agent")
     good = page_token(document, page=1, span=(0, 10))
     forged = signing.dumps(
-        {"d": document.pk, "c": document.channel_id, "p": 1, "k": key.pk}
+        {"d": document.pk, "c": document.channel_id, "p": 1, "a": f"key:{key.pk}"}
     )
     altered = good[:-2] + "xx"
     for token in (forged, altered, "..%5C..%5Cetc%5Cpasswd"):
@@ -151,7 +151,8 @@ def test_page_links_are_signed_and_expire(mcp, settings, holiday_lines):
     assert response.status_code == 410
     # The key does not open another channel: the link names one it can't read.
     other_channel = sign_link(
-        {"d": document.pk, "c": document.channel_id + 1, "p": 1}, api_key=key
+        {"d": document.pk, "c": document.channel_id + 1, "p": 1},
+        caller=Caller(via="mcp", api_key=key),
     )
     response = async_to_sync(mcp.client.get)(f"/citations/{other_channel}/page")
     assert response.status_code == 403

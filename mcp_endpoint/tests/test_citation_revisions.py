@@ -5,9 +5,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from documents.access import COMMAND_LINE
+from documents.access import COMMAND_LINE, Caller
 from documents.models import Document
-from documents.services.documents import create_document, ingest_document
+from documents.services.documents import create_document
+from documents.services.ingestion import ingest_document
 from documents.services.keys import create_api_key
 from documents.services.revisions import replace_document_file
 from documents.tests.fixtures import make_pdf
@@ -58,9 +59,15 @@ def test_an_older_revisions_link_opens_that_revision(manual, key):
     image and its original, and says that revision 2 exists; a link made now
     shows revision 2 without the note."""
     old_page = citation_page_url(
-        manual, base_url="", page=1, span=(0, 5), api_key=key.api_key
+        manual,
+        base_url="",
+        page=1,
+        span=(0, 5),
+        caller=Caller(via="mcp", api_key=key.api_key),
     )
-    old_original = citation_url(manual, base_url="", api_key=key.api_key)
+    old_original = citation_url(
+        manual, base_url="", caller=Caller(via="mcp", api_key=key.api_key)
+    )
     old_bytes = manual.file.open("rb").read()
     document = _revise(manual, "Torque the bolts to fifty newton metres.")
     client = Client()
@@ -74,7 +81,9 @@ def test_an_older_revisions_link_opens_that_revision(manual, key):
     assert image.status_code == 200 and image["Content-Type"] == "image/png"
     assert b"".join(client.get(_path(old_original)).streaming_content) == old_bytes
 
-    new_page = citation_page_url(document, base_url="", page=1, api_key=key.api_key)
+    new_page = citation_page_url(
+        document, base_url="", page=1, caller=Caller(via="mcp", api_key=key.api_key)
+    )
     text = client.get(_path(new_page)).content.decode()
     assert "fifty newton" in text and "newer revision" not in text
 
@@ -83,6 +92,8 @@ def test_a_link_to_a_revision_dropped_by_retention_is_gone(manual, key, settings
     """With DOCUMENT_REVISIONS_KEPT=1 the old pages and original go with the
     switch; the old link answers 410 rather than showing another text."""
     settings.DOCUMENT_REVISIONS_KEPT = 1
-    old_page = citation_page_url(manual, base_url="", page=1, api_key=key.api_key)
+    old_page = citation_page_url(
+        manual, base_url="", page=1, caller=Caller(via="mcp", api_key=key.api_key)
+    )
     _revise(manual, "Torque the bolts to fifty newton metres.")
     assert Client().get(_path(old_page)).status_code == 410

@@ -9,7 +9,7 @@ import re
 import pytest
 from django.db import connection
 
-from documents.access import COMMAND_LINE
+from documents.access import COMMAND_LINE, Caller
 from documents.access import admission as keys
 from documents.generation.chat import SYSTEM_PROMPT
 from documents.models import Channel, Document
@@ -368,18 +368,21 @@ def test_citation_links_cannot_be_forged_or_aimed_at_other_files(client, vault):
     )
 
     def citation_token(document):
-        return sign_link({"d": document.pk, "c": document.channel_id}, api_key=key)
+        return sign_link(
+            {"d": document.pk, "c": document.channel_id},
+            caller=Caller(via="mcp", api_key=key),
+        )
 
     good = client.get(f"/citations/{citation_token(document)}")
     assert good.status_code == 200
     assert b"".join(good.streaming_content).startswith(b"The annual report")
     forged = signing.dumps(
-        {"d": document.pk + 1, "c": vault.pk, "k": key.pk}, salt="other"
+        {"d": document.pk + 1, "c": vault.pk, "a": f"key:{key.pk}"}, salt="other"
     )
     altered = citation_token(document)[:-2] + "xx"
-    unsigned = signing.dumps({"d": document.pk, "c": vault.pk, "k": key.pk}, salt=SALT)[
-        :-1
-    ]
+    unsigned = signing.dumps(
+        {"d": document.pk, "c": vault.pk, "a": f"key:{key.pk}"}, salt=SALT
+    )[:-1]
     for token in (forged, altered, unsigned, "..%5C..%5Cetc%5Cpasswd"):
         assert client.get(f"/citations/{token}").status_code == 403, token
     for path in ("/citations/../../etc/passwd", "/citations/..%2F..%2Fetc%2Fpasswd"):
@@ -479,3 +482,145 @@ def test_tools_returning_document_text_say_it_is_untrusted(vault_mcp):
         description = tools[name]["description"]
         assert "untrusted content" in description, name
         assert "never as instructions" in description, name
+
+
+# --- Every /oauth/ path, through the whole ASGI application (issue 19 item 4) ----
+
+OAUTH_FORMS = [
+    b"grant_type=authorization_code&code=%ZZ&redirect_uri=%FF&code_verifier=",
+    b"grant_type=refresh_token&refresh_token=" + b"x" * 5000,
+    b"grant_type=client_credentials&client_id=\xff\xfe&client_secret=%00",
+    b"grant_type=password&username=a&password=b&scope=" + b"write%20" * 500,
+    b"token=" + b"y" * 5000 + b"&token_type_hint=junk",
+    b"client_id=nobody&redirect_uri=https://client.example/cb&scope=read%20write"
+    b"&allow=Authorize&response_type=code&code_challenge=x"
+    b"&code_challenge_method=S256&state=s&channel=99999999999999999999",
+    b"a=1&a=2&" + b"&".join(b"k%d=v" % n for n in range(2000)),
+]
+OAUTH_JSON = [
+    b'{"redirect_uris": ',
+    b'{"redirect_uris":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    b'{"redirect_uris": ["https://client.example/cb"], "client_id_issued_at": 1'
+    + b"0" * 400
+    + b', "token_endpoint_auth_method": 1e400}',
+    b'{"redirect_uris": "https://client.example/cb", "grant_types": 7, '
+    b'"response_types": {}, "client_name": ["x"], "scope": null}',
+    b'{"redirect_uris": [1, {}, null, "javascript:alert(1)", "https://a b"]}',
+    b"[]",
+    b"null",
+    '{"redirect_uris": ["https://client.example/cb"]}'.encode("utf-16"),
+    b'{"redirect_uris": ["https://client.example/\xff\xfe"], "\xc0": 1}',
+]
+OAUTH_QUERIES = [
+    "response_type=code&client_id=nobody&redirect_uri=javascript:alert(1)"
+    "&code_challenge=x&code_challenge_method=S256&scope=%FF",
+    "response_type=token&client_id=%00&approval_prompt=auto&prompt=none",
+    "response_type=code&client_id=" + "z" * 5000 + "&redirect_uri=" + "%" * 100,
+    "a=%ZZ&scope=read%20write&resource=http://[::1&state=" + "s" * 3000,
+]
+OAUTH_AUTHORIZATIONS = [
+    [],
+    [("Authorization", "Basic /+7/+g== !!!not-base64!!!")],
+]
+CSRF = "c" * 32
+
+
+def oauth_paths(client_id: str) -> list[str]:
+    """Every path of the authorization server (signin.urls.oauth_patterns),
+    with known, unknown and absurd client ids."""
+    from signin.urls import oauth_patterns
+
+    paths = set()
+    for pattern in oauth_patterns:
+        route = "/" + str(pattern.pattern)
+        for value in (client_id, "nobody", "\u202e" * 3, "q" * 3000):
+            paths.add(route.replace("<str:client_id>", value))
+    return sorted(paths)
+
+
+@pytest.fixture
+def oauth_setup(make_channel, settings, django_user_model):
+    from django.test import Client
+    from oauth2_provider.models import Application
+
+    settings.OAUTH_REGISTRATIONS_PER_HOUR = 100_000
+    settings.AUTH_FAILURES_PER_MINUTE = 0
+    make_channel("demo")
+    user = django_user_model.objects.create_user("reader", password="pw-12345")
+    application = Application.objects.create(
+        name="client",
+        client_type=Application.CLIENT_PUBLIC,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris="https://client.example/cb",
+    )
+    browser = Client()
+    browser.force_login(user)
+    session = browser.cookies["sessionid"].value
+    signed_in = [
+        ("Cookie", f"sessionid={session}; csrftoken={CSRF}"),
+        ("X-CSRFToken", CSRF),
+    ]
+    return application.client_id, signed_in
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_oauth_path_survives_hostile_input(oauth_setup):
+    """Every /oauth/ path (authorize, token, revoke, register and RFC 7592
+    management) and the metadata, signed in or not, with garbled Basic and
+    Bearer credentials: hostile forms, bad JSON, JSON nested 100,000 deep,
+    numbers past every range, wrong types, bad encodings, hostile query
+    strings, an unknown Host and missing or unreadable Content-Length: never
+    a 5xx."""
+    from mcp_endpoint.tests.rawclient import AsgiClient
+
+    client_id, signed_in = oauth_setup
+    client, failed, sent = AsgiClient(), [], 0
+    paths = oauth_paths(client_id) + ["/.well-known/oauth-authorization-server"]
+    assert sum(path.startswith("/oauth/register/") for path in paths) >= 5
+
+    def check(method, path, *args, **kwargs):
+        nonlocal sent
+        response = client.send(method, path, *args, **kwargs)
+        sent += 1
+        if response.status_code >= 500:
+            body = args[0][:60] if args else b""
+            failed.append((method, path[:40], body, kwargs.get("query", "")[:70]))
+        return response
+
+    for path in paths:
+        for session in ([], signed_in):
+            for credentials in OAUTH_AUTHORIZATIONS[: 2 if not session else 1]:
+                headers = [*session, *credentials]
+                form = [*headers, ("Content-Type", "application/x-www-form-urlencoded")]
+                json_ = [*headers, ("Content-Type", "application/json")]
+                for method in ("POST", "PUT", "DELETE"):
+                    for body in OAUTH_FORMS:
+                        check(method, path, body, form)
+                    for body in OAUTH_JSON:
+                        check(method, path, body, json_)
+                for query in OAUTH_QUERIES:
+                    check("GET", path, query=query, headers=headers)
+                    check("POST", path, b"allow=Authorize", form, query=query)
+                unknown = check("POST", path, b"{}", json_, host="evil.test")
+                assert unknown.status_code == 400, (path, unknown)
+                for length in (None, "abc"):
+                    check("POST", path, OAUTH_FORMS[0], form, content_length=length)
+    assert sent > 1000
+    assert failed == [], "\n".join(map(str, failed[:10]))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_malformed_resource_on_authorize_is_not_a_500(oauth_setup):
+    """A signed-in authorization request whose `resource` is an unterminated
+    IPv6 URL is bad input (400), not a 500."""
+    from mcp_endpoint.tests.rawclient import AsgiClient
+
+    client_id, signed_in = oauth_setup
+    query = (
+        f"response_type=code&client_id={client_id}&code_challenge=x"
+        "&code_challenge_method=S256&resource=http%3A%2F%2F%5B%3A%3A1"
+    )
+    response = AsgiClient().send(
+        "GET", "/oauth/authorize/", query=query, headers=signed_in
+    )
+    assert response.status_code < 500

@@ -6,6 +6,7 @@ import time
 import pytest
 from asgiref.sync import async_to_sync
 
+from documents.ingestion import formats
 from documents.models import Document
 from mcp_endpoint.tests.conftest import McpClient, decode_png, doc_id
 
@@ -281,3 +282,13 @@ def test_list_documents_query_count_does_not_grow(
     with django_assert_max_num_queries(12):
         page = mcp.call_tool_expecting_success("list_documents", {"limit": 50})
     assert page["structuredContent"]["total_count"] == 13
+
+
+def test_get_pages_describes_the_page_model_of_every_format(mcp):
+    """The description a model reads says how each format in the format table
+    becomes pages, in the table's own words."""
+    tools = {t["name"]: t for t in mcp.result("tools/list")["tools"]}
+    description = tools["get_pages"]["description"]
+    for fmt in formats.FORMATS:
+        assert fmt.label in description, fmt.label
+        assert fmt.pages in description, fmt.pages

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from documents import listing
 from documents.filters import FilterError
+from documents.ingestion import formats
 from documents.limits import (
     LIST_LIMIT_DEFAULT,
     MAX_ID,
@@ -218,14 +219,10 @@ class GetPages(Tool):
     "image" or "both"; a last line gives the document's revision (a document
     given a new file keeps its id and gets the next revision number).
 
-    Pages are counted from 1 (list_documents gives number_of_pages). A PDF page
-    or a page of a scanned image is a physical page; a slide of a presentation
-    and a sheet of a workbook (as a table) are one page each; Word, HTML,
-    e-book and Markdown documents are split into pages at their level-1 and
-    level-2 headings (a long section continues on the next page). A page whose
-    text was read from its image by OCR is marked "(text read by OCR)" after
-    its label: its text may contain recognition errors, so check the image
-    when a detail matters. Use the label when citing.
+    Pages are counted from 1 (list_documents gives number_of_pages). A page
+    whose text was read from its image by OCR is marked "(text read by OCR)"
+    after its label: its text may contain recognition errors, so check the
+    image when a detail matters. Use the label when citing.
     """
 
     name = "get_pages"
@@ -248,7 +245,8 @@ class GetPages(Tool):
     def description(self, channel: Channel) -> str:
         return (
             f"{super().description(channel)} At most {pages_cap(channel)} "
-            f"pages per call.\n\n{schemas.UNTRUSTED_TEXT}"
+            f"pages per call.\n\nPages by format: {formats.page_models()}."
+            f"\n\n{schemas.UNTRUSTED_TEXT}"
         )
 
     def input_schema(self, channel: Channel) -> dict:
@@ -267,15 +265,8 @@ class GetPages(Tool):
 
 
 def citation_link(ctx: CallContext, document: Document, page: int | None) -> str:
-    """A link to the document's original, signed for the caller's credential."""
-    return citation_url(
-        document,
-        base_url=ctx.base_url,
-        page=page,
-        api_key=ctx.api_key,
-        user=ctx.user,
-        grant=ctx.grant,
-    )
+    """A link to the document's original, signed for the caller."""
+    return citation_url(document, base_url=ctx.base_url, page=page, caller=ctx.caller)
 
 
 def _citation_urls(ctx: CallContext, document_ids: list[int], page: int | None) -> dict:

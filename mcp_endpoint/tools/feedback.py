@@ -40,7 +40,7 @@ class SubmitFeedback(Tool):
     async def run(self, args: Args, ctx: CallContext) -> ToolResult:
         feedback = await sync_to_async(services.submit_feedback)(
             channel=ctx.channel,
-            api_key=ctx.api_key,
+            api_key=ctx.caller.api_key,
             query=args.query,
             answer=args.answer,
             score=args.score,

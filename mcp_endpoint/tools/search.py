@@ -147,8 +147,6 @@ class RagSearch(SearchTool):
                 base_url=ctx.base_url,
                 page=citation.page_number,
                 span=span,
-                api_key=ctx.api_key,
-                user=ctx.user,
-                grant=ctx.grant,
+                caller=ctx.caller,
             )
         return ToolResult([text_block(answer.text)], structured=structured)

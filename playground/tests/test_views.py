@@ -6,6 +6,7 @@ import json
 import re
 
 import pytest
+from django.contrib.auth.models import Permission, User
 
 from documents.tests.corpus import add_document
 from mcp_endpoint.tests.conftest import McpClient, doc_id
@@ -129,8 +130,45 @@ def test_chunks_show_title_page_score_and_highlight_escaped_text(staff, handbook
     assert "&amp; more" in page
     chunk = response.context["chunks"][0]
     assert f"page {chunk['page_number']}" in page
-    holiday = doc_id("Holiday policy")
-    assert f"/admin/documents/document/{holiday}/pages/1/" in page
+    assert re.fullmatch(r"http://testserver/citations/[^/]+/page#quote", chunk["url"])
+    assert f'href="{chunk["url"]}"' in page
+
+
+def _opened(client, url: str):
+    return client.get(url.removeprefix("http://testserver").removesuffix("#quote"))
+
+
+@pytest.fixture
+def reader(client, handbook):
+    """A staff member who reads the handbook but curates nothing."""
+    user = User.objects.create_user("rhea", password="pw", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_document"))
+    handbook.readers.add(user)
+    client.force_login(user)
+    return client
+
+
+def test_a_readers_links_open_and_end_with_their_access(reader, handbook):
+    """Issue 19: the playground's page links opened a curators-only admin
+    preview (404 for a reader). They are page links signed for the reader,
+    re-admitted by the caller rule: they open (200) and stop (403) once the
+    reader is removed from the channel."""
+    chunks = run(reader, tool="retrieve_text_chunks", query="holiday days")
+    pages = run(
+        reader,
+        tool="get_pages",
+        document_id=str(doc_id("Holiday policy")),
+        page_start="1",
+        page_end="1",
+    )
+    urls = [chunk["url"] for chunk in chunks.context["chunks"]]
+    urls += [page.url for page in pages.context["pages"]]
+    assert urls
+    for url in urls:
+        assert _opened(reader, url).status_code == 200, url
+    handbook.readers.clear()
+    for url in urls:
+        assert _opened(reader, url).status_code == 403, url
 
 
 def test_rag_search_citations_open_the_cited_page(staff, handbook):

@@ -5,12 +5,12 @@ URLs never reach the access log (issue 11, items 7 and 10)."""
 import secrets
 import socket
 import subprocess
-import sys
 import time
 
 import httpx
 import pytest
 
+from demo.web import uvicorn_command
 from mcp_endpoint.tests.live import REPO, free_port, server_environment, stop_server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -30,18 +30,7 @@ def guarded_server(tmp_path):
     log = tmp_path / "uvicorn.log"
     with log.open("w") as output:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "project.asgi:application",
-                "--port",
-                str(port),
-                "--http",
-                "project.http_guard:GuardedHttpToolsProtocol",
-                "--lifespan",
-                "off",
-            ],
+            uvicorn_command(port=port),
             cwd=REPO,
             env=env,
             stdout=output,

@@ -9,10 +9,12 @@ import json
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.db import OperationalError, connection
 
 from documents.access import COMMAND_LINE
 from documents.models import RateLimitWindow
 from documents.services.keys import create_api_key
+from mcp_endpoint import views
 from project.prechecks import QuireASGIHandler
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -134,32 +136,39 @@ def test_mcp_calls_are_refused_before_the_body(keys):
     assert json.loads(body)["error"]["code"] == -32001
 
 
+PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+
+
+class Ping(Upload):
+    """An MCP ping with `key`, its body sent once the server asks for it."""
+
+    def __init__(self, key: str):
+        super().__init__(
+            "/mcp/demo",
+            {
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+                "MCP-Protocol-Version": "2025-11-25",
+                "Authorization": f"Bearer {key}",
+            },
+            length=len(PING),
+        )
+
+    async def receive(self):
+        if self.body_read:  # the client waits; the handler listens for that
+            await asyncio.sleep(3600)
+        self.body_read = len(PING)
+        return {"type": "http.request", "body": PING, "more_body": False}
+
+
 def test_admitted_requests_are_read_and_counted_once(keys):
     """A key that may do what it asks gets its body read, and its request is
     counted once (the view uses the admission made before the body)."""
-    message = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
-
-    class Ping(Upload):
-        async def receive(self):
-            if self.body_read:  # the client waits; the handler listens for that
-                await asyncio.sleep(3600)
-            self.body_read = len(message)
-            return {"type": "http.request", "body": message, "more_body": False}
-
-    ping = Ping(
-        "/mcp/demo",
-        {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "MCP-Protocol-Version": "2025-11-25",
-            "Authorization": f"Bearer {keys[0]}",
-        },
-        length=len(message),
-    )
+    ping = Ping(keys[0])
     answered, _, body = ping.run()
     assert answered == 200, body
     assert json.loads(body)["result"] == {}
-    assert ping.body_read == len(message)
+    assert ping.body_read == len(PING)
     assert sum(RateLimitWindow.objects.values_list("count", flat=True)) == 1
 
 
@@ -172,4 +181,91 @@ def test_large_admin_uploads_need_a_staff_session(db):
     )
     answered, _, _ = upload.run()
     assert answered == 403
+    assert upload.body_read == 0
+
+
+def test_checks_after_a_database_restart_use_a_new_connection(keys):
+    """A connection PostgreSQL dropped (a restart) is not reused by the checks
+    made before the body: the next call is answered normally."""
+    connection.ensure_connection()
+    connection.connection.close()
+    answered, _, body = Ping(keys[0]).run()
+    assert answered == 200, body
+    assert json.loads(body)["result"] == {}
+
+
+def test_a_database_outage_during_the_checks_is_a_json_rpc_error(keys, monkeypatch):
+    """When the database fails during the checks, the client gets the MCP
+    view's retryable JSON-RPC error, not a bare 500."""
+
+    async def unavailable(request, slug):
+        raise OperationalError("the connection is closed")
+
+    monkeypatch.setattr(views, "check_before_body", unavailable)
+    answered, headers, body = Ping(keys[0]).run()
+    assert answered == 503
+    assert b"Retry-After" in headers
+    assert json.loads(body)["error"]["code"] == -32603
+
+
+def run_application(upload: Upload, scope: dict | None = None):
+    """`upload` through the whole ASGI application (body limits included)."""
+    from project.asgi import application
+
+    async_to_sync(application)(scope or upload.scope(), upload.receive, upload.send)
+    start = upload.messages[0]
+    body = b"".join(m.get("body", b"") for m in upload.messages[1:])
+    return start["status"], dict(start["headers"]), body
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/nope",
+        "/api/channels",
+        "/api//channels/demo/documents",
+        "/api/channels/al pha/documents",
+        "/api/channels/demo/nope",
+        "/nope",
+        "/oauth/token/",
+        "/signin/login/",
+        "/citations/x",
+    ],
+)
+def test_bodies_on_paths_naming_no_channel_are_refused_before_they_are_read(keys, path):
+    """Finding 3: a 200 MB body without a key on an /api/ path that names no
+    channel (or a malformed one), or on any path that takes no large body, is
+    answered from its headers: not one body byte is read."""
+    upload = Upload(path, {"Content-Type": "multipart/form-data; boundary=x"})
+    answered, _, _ = run_application(upload)
+    assert answered in {401, 404, 405, 413}
+    assert upload.body_read == 0
+
+
+def test_a_malformed_channel_name_is_not_found_before_the_body(keys):
+    """With a valid key, `/api/channels/al%20pha/documents` is a 404 (no channel
+    can have that name) before the body is read; without one, a 401."""
+    headers = {"Content-Type": "multipart/form-data; boundary=x"}
+    signed = Upload(
+        "/api/channels/al pha/documents",
+        {**headers, "Authorization": f"Bearer {keys[1]}"},
+    )
+    assert run_application(signed)[0] == 404
+    assert signed.body_read == 0
+    anonymous = Upload("/api/channels/al pha/documents", headers)
+    assert run_application(anonymous)[0] == 401
+    assert anonymous.body_read == 0
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/channels/demo/documents", "/mcp/demo", "/oauth/register/"]
+)
+def test_an_unknown_host_is_a_400_before_any_check(keys, path):
+    """A body for a host outside ALLOWED_HOSTS is answered 400 (as Django does),
+    not a 500 from building the challenge's URL, and the body is not read."""
+    upload = Upload(path, {"Content-Type": "application/json"}, length=1000)
+    scope = upload.scope()
+    scope["headers"] = [(b"host", b"evil.example"), *upload.headers]
+    answered, _, _ = run_application(upload, scope)
+    assert answered == 400
     assert upload.body_read == 0

@@ -135,3 +135,12 @@ def test_the_middleware_the_silenced_checks_look_for_is_installed_by_another_nam
         AxesMiddleware,
     ):
         assert any(issubclass(cls, wanted) for cls in installed), wanted
+
+
+def test_forwarded_proto_and_host_need_a_declared_proxy():
+    """Trusting X-Forwarded-Proto or -Host with PROXY_TRUSTED_HOPS=0 (no proxy
+    in front, so any client could set them) stops start-up, naming the fix."""
+    for variable in ("DJANGO_BEHIND_TLS_PROXY", "DJANGO_USE_X_FORWARDED_HOST"):
+        completed = read_settings(**{variable: "true", "PROXY_TRUSTED_HOPS": "0"})
+        assert completed.returncode != 0
+        assert "set PROXY_TRUSTED_HOPS to the number of proxies" in completed.stderr

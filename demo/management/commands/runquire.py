@@ -28,10 +28,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from demo.loader import describe, load_demo
+from demo.web import uvicorn_command
 
 STARTUP_TIMEOUT = 120.0
-# uvicorn's protocol with deadlines for slow clients and connection caps.
-HTTP_PROTOCOL = "project.http_guard:GuardedHttpToolsProtocol"
 STOP_TIMEOUT = 10.0
 # After Ctrl-C the children got the signal too: how long they have to finish
 # before they are sent one themselves.
@@ -156,22 +155,7 @@ class Command(BaseCommand):
 
     @staticmethod
     def _commands(host: str, port: int, worker: bool) -> dict[str, list[str]]:
-        commands = {
-            "web": [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "project.asgi:application",
-                "--host",
-                host,
-                "--port",
-                str(port),
-                "--lifespan",
-                "off",
-                "--http",
-                HTTP_PROTOCOL,
-            ]
-        }
+        commands = {"web": uvicorn_command(host=host, port=port)}
         # Several workers, so one slow document doesn't hold up the others.
         for number in range(1, (settings.INGEST_WORKERS if worker else 0) + 1):
             commands[f"worker {number}"] = [

@@ -6,10 +6,12 @@ import os
 import resource
 import signal
 import sys
+from importlib import import_module
 
 from documents.ingestion.reader.protocol import Refusal, Request, emit
 
 READER_NICENESS = 5
+PACKAGE = "documents.ingestion.reader"
 
 
 def _limit_memory(megabytes: int) -> None:
@@ -19,27 +21,11 @@ def _limit_memory(megabytes: int) -> None:
 
 
 def read(request: Request) -> None:
-    media_type = request.format
-    if media_type == "application/pdf":
-        from documents.ingestion.reader.pdf import read_pdf
-
-        read_pdf(request)
-    elif media_type.startswith("image/"):
-        from documents.ingestion.reader.images import read_image_file
-
-        read_image_file(request)
-    elif media_type == "text/html":
-        from documents.ingestion.reader.web import read_html
-
-        read_html(request)
-    elif media_type == "application/epub+zip":
-        from documents.ingestion.reader.epub import read_epub
-
-        read_epub(request)
-    else:
-        from documents.ingestion.reader.office import read_office
-
-        read_office(request)
+    """Run the reader the format table names (documents.ingestion.formats); the
+    parent chose it, so the child keeps no list of formats of its own."""
+    module, _, function = request.reader.rpartition(".")
+    reader = getattr(import_module(f"{PACKAGE}.{module}"), function)
+    reader(request)
 
 
 def main(argv: list[str]) -> int:

@@ -12,21 +12,22 @@ from urllib.parse import unquote
 from lxml import etree
 
 from documents.ingestion.reader.markup import parse_html, to_markdown
-from documents.ingestion.reader.office import check_package
+from documents.ingestion.reader.packages import Unpacking, open_package
 from documents.ingestion.reader.protocol import Refusal, Request, emit, page_message
 
 OPF = "{http://www.idpf.org/2007/opf}"
 DC = "{http://purl.org/dc/elements/1.1/}"
 CONTAINER = "{urn:oasis:names:tc:opendocument:xmlns:container}"
 HTML_TYPES = {"application/xhtml+xml", "text/html", "application/x-dtbook+xml"}
-MAX_CHAPTER_BYTES = 64 * 1024 * 1024
 
 
 def read_epub(request: Request) -> None:
-    check_package(request.path)
+    """The book's chapters in spine order, every member read counted against
+    the unpacking budget (a chapter the spine lists twice counts twice)."""
+    unpacking = Unpacking(request)
     try:
-        with zipfile.ZipFile(request.path) as archive:
-            text, title = _book(archive)
+        with open_package(request.path) as archive:
+            text, title = _book(archive, unpacking)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise Refusal(
             "corrupt",
@@ -48,10 +49,10 @@ def _xml(data: bytes):
         return None
 
 
-def _package_path(archive: zipfile.ZipFile) -> str:
+def _package_path(archive: zipfile.ZipFile, unpacking: Unpacking) -> str:
     names = archive.namelist()
     if "META-INF/container.xml" in names:
-        root = _xml(archive.read("META-INF/container.xml"))
+        root = _xml(unpacking.read(archive, "META-INF/container.xml"))
         if root is not None:
             for rootfile in root.iter(f"{CONTAINER}rootfile"):
                 if rootfile.get("full-path"):
@@ -64,10 +65,10 @@ def _package_path(archive: zipfile.ZipFile) -> str:
     return candidates[0]
 
 
-def _book(archive: zipfile.ZipFile) -> tuple[str, str]:
-    package_path = _package_path(archive)
+def _book(archive: zipfile.ZipFile, unpacking: Unpacking) -> tuple[str, str]:
+    package_path = _package_path(archive, unpacking)
     try:
-        package = _xml(archive.read(package_path))
+        package = _xml(unpacking.read(archive, package_path))
     except KeyError:
         raise Refusal(
             "corrupt", f"The EPUB's package document {package_path} is missing."
@@ -117,9 +118,7 @@ def _book(archive: zipfile.ZipFile) -> tuple[str, str]:
             info = archive.getinfo(name)
         except KeyError:
             continue
-        if info.file_size > MAX_CHAPTER_BYTES:
-            continue
-        tree = parse_html(archive.read(info))
+        tree = parse_html(unpacking.read(archive, info))
         if tree is None:
             continue
         body = tree.find("body")

@@ -62,6 +62,7 @@ def parse_html(data: bytes | str):
     """An lxml tree of (possibly broken) HTML or XHTML, or None if empty."""
     if isinstance(data, bytes) and not data.strip():
         return None
+    data = _without_internal_subset(data)
     parser = lxml_html.HTMLParser(
         remove_comments=True, remove_pis=True, no_network=True, recover=True
     )
@@ -69,6 +70,25 @@ def parse_html(data: bytes | str):
         return lxml_html.document_fromstring(data, parser=parser)
     except (etree.ParserError, ValueError):
         return None
+
+
+# A DOCTYPE with an internal subset ([ <!ENTITY ...> ]), as EPUB chapters carry:
+# the HTML parser ends the declaration at the first ">" and shows the rest
+# ("]>") as text. Quoted values may hold "]" and ">".
+_INTERNAL_SUBSET = re.compile(
+    r"""<!DOCTYPE[^\[>]*\[(?:[^\]"']|"[^"]*"|'[^']*')*\]\s*>""", re.IGNORECASE
+)
+_INTERNAL_SUBSET_BYTES = re.compile(_INTERNAL_SUBSET.pattern.encode(), re.IGNORECASE)
+# The declaration comes before the root element, so only the head is searched.
+_PROLOGUE_CHARS = 1024 * 1024
+
+
+def _without_internal_subset(data: bytes | str) -> bytes | str:
+    pattern = _INTERNAL_SUBSET_BYTES if isinstance(data, bytes) else _INTERNAL_SUBSET
+    match = pattern.search(data, 0, _PROLOGUE_CHARS)
+    if match is None:
+        return data
+    return data[: match.start()] + data[match.end() :]
 
 
 def to_markdown(root) -> str:

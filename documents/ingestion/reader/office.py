@@ -12,70 +12,53 @@ Images inside Office files are not read (no OCR there).
 
 import datetime
 import zipfile
+from collections.abc import Callable
 
 from documents.ingestion.reader.markup import markdown_table, parse_html, to_markdown
+from documents.ingestion.reader.packages import Unpacking
 from documents.ingestion.reader.protocol import Refusal, Request, emit, page_message
 
-DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
-XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 # More cells than this in one workbook are left out (the page says so).
 MAX_CELLS = 2_000_000
-# A zip member larger than this once unpacked is a zip bomb, not a document.
-MAX_UNPACKED_BYTES = 1024 * 1024 * 1024
 
 
-def read_office(request: Request) -> None:
-    check_package(request.path)
-    readers = {DOCX: _read_docx, PPTX: _read_pptx, XLSX: _read_xlsx}
-    reader = readers.get(request.format)
-    if reader is None:
-        raise Refusal("unsupported", f"Unsupported file type {request.format!r}.")
+def read_docx(request: Request) -> None:
+    _read_package(request, _read_docx)
+
+
+def read_pptx(request: Request) -> None:
+    _read_package(request, _read_pptx)
+
+
+def read_xlsx(request: Request) -> None:
+    _read_package(request, _read_xlsx)
+
+
+def _read_package(request: Request, reader: Callable[[Request, str], None]) -> None:
+    """Read an Office package within its unpacking budget, a damaged one
+    refused with the format's name."""
+    unpacking = Unpacking(request)
+    unpacking.charge_every_member(request.path)
     try:
-        reader(request)
+        reader(request, core_title(request.path, unpacking))
     except Refusal:
         raise
     except (zipfile.BadZipFile, KeyError, ValueError, TypeError, AttributeError) as e:
+        name = request.format_name.split(" (")[0]
         raise Refusal(
             "corrupt",
-            f"The file is damaged and can't be read as {_names[request.format]} "
+            f"The file is damaged and can't be read as {name} "
             f"({type(e).__name__}: {str(e)[:200]}).",
         ) from None
 
 
-_names = {
-    DOCX: "a Word document",
-    PPTX: "a PowerPoint presentation",
-    XLSX: "an Excel workbook",
-}
-
-
-def check_package(path: str) -> None:
-    """Refuse a zip package that is unreadable or unpacks to too much."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            unpacked = sum(info.file_size for info in archive.infolist())
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise Refusal(
-            "corrupt",
-            f"The file is corrupt or truncated: its zip structure can't be read "
-            f"({exc}).",
-        ) from None
-    if unpacked > MAX_UNPACKED_BYTES:
-        raise Refusal(
-            "too_large",
-            f"The file unpacks to {unpacked // (1024 * 1024)} MB, more than "
-            f"{MAX_UNPACKED_BYTES // (1024 * 1024)} MB; it is not read.",
-        )
-
-
-def core_title(path: str) -> str:
+def core_title(path: str, unpacking: Unpacking) -> str:
     """dc:title from docProps/core.xml, or ""."""
     from lxml import etree
 
     try:
         with zipfile.ZipFile(path) as archive:
-            data = archive.read("docProps/core.xml")
+            data = unpacking.read(archive, "docProps/core.xml")
     except (KeyError, zipfile.BadZipFile, OSError):
         return ""
     parser = etree.XMLParser(resolve_entities=False, no_network=True)
@@ -102,7 +85,7 @@ _STYLE_MAP = "\n".join(
 )
 
 
-def _read_docx(request: Request) -> None:
+def _read_docx(request: Request, title: str) -> None:
     import mammoth
 
     def keep_alt_text(image) -> dict:
@@ -125,7 +108,7 @@ def _read_docx(request: Request) -> None:
                 " (only images, which are not read)." if "<img" in result.value else "."
             ),
         )
-    emit({"kind": "document", "title": core_title(request.path), "title_candidate": ""})
+    emit({"kind": "document", "title": title, "title_candidate": ""})
     emit(page_message(1, text, markdown=True, split=True))
     emit({"kind": "end", "notes": []})
 
@@ -133,7 +116,7 @@ def _read_docx(request: Request) -> None:
 # PowerPoint
 
 
-def _read_pptx(request: Request) -> None:
+def _read_pptx(request: Request, title: str) -> None:
     from pptx import Presentation
 
     presentation = Presentation(request.path)
@@ -149,7 +132,7 @@ def _read_pptx(request: Request) -> None:
     emit(
         {
             "kind": "document",
-            "title": core_title(request.path),
+            "title": title,
             "title_candidate": first_title,
             "page_count": len(slides),
         }
@@ -283,7 +266,7 @@ def _notes(slide) -> str:
 # Excel
 
 
-def _read_xlsx(request: Request) -> None:
+def _read_xlsx(request: Request, title: str) -> None:
     from openpyxl import load_workbook
 
     workbook = load_workbook(
@@ -317,7 +300,7 @@ def _read_xlsx(request: Request) -> None:
     emit(
         {
             "kind": "document",
-            "title": core_title(request.path),
+            "title": title,
             "title_candidate": "",
             "page_count": len(pages),
         }

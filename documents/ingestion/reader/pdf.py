@@ -16,7 +16,6 @@ or read by OCR, so the text of every page still comes back in time.
 import ctypes
 import re
 import statistics
-import time
 from pathlib import Path
 
 from documents.ingestion.reader import ocr
@@ -111,7 +110,7 @@ class _PageReader:
         if len(self.slow_reads) >= SLOW_PAGES_BEFORE_GIVING_UP:
             self.unread.append(number)
             return message
-        started = time.monotonic()
+        started = self.request.clock()
         try:
             page = self.pdf[index]
         except Exception as exc:
@@ -123,7 +122,7 @@ class _PageReader:
         except Exception as exc:
             errors.append(f"text could not be extracted ({exc})")
         message["has_images"] = self._has_images(page)
-        if time.monotonic() - started > self.request.page_render_timeout:
+        if self.request.clock() - started > self.request.page_render_timeout:
             self.slow_reads.append(number)
         needs_ocr = unusable or _letters(text) < MIN_TEXT_CHARACTERS
         if unusable:
@@ -228,10 +227,10 @@ class _PageReader:
         )
         bitmap.fill_rect((255, 255, 255, 255), 0, 0, pixel_width, pixel_height)
         limit = min(self.request.page_render_timeout, self.request.seconds_left())
-        deadline = time.monotonic() + max(limit, 0.0)
+        deadline = self.request.clock() + max(limit, 0.0)
 
         def need_to_pause(_pause) -> bool:
-            return time.monotonic() > deadline
+            return self.request.clock() > deadline
 
         pause = raw.IFSDK_PAUSE(version=1)
         pause.NeedToPauseNow = type(pause.NeedToPauseNow)(need_to_pause)
@@ -239,7 +238,9 @@ class _PageReader:
         status = raw.FPDF_RenderPageBitmap_Start(
             bitmap, page, 0, 0, pixel_width, pixel_height, 0, flags, ctypes.byref(pause)
         )
-        while status == raw.FPDF_RENDER_TOBECONTINUED and time.monotonic() <= deadline:
+        while (
+            status == raw.FPDF_RENDER_TOBECONTINUED and self.request.clock() <= deadline
+        ):
             status = raw.FPDF_RenderPage_Continue(page, ctypes.byref(pause))
         raw.FPDF_RenderPage_Close(page)
         if status == raw.FPDF_RENDER_TOBECONTINUED:

@@ -6,6 +6,7 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from documents.access import COMMAND_LINE
 from documents.models import Channel, MetadataField
 from documents.services.channels import create_channel
 
@@ -138,7 +139,7 @@ class Command(BaseCommand):
         if Channel.objects.filter(slug=spec.get("slug")).exists():
             raise CommandError(f"A channel with the slug {spec['slug']!r} exists.")
         try:
-            channel = create_channel(**spec)
+            channel = create_channel(**spec, actor=COMMAND_LINE)
         except ValidationError as exc:
             raise CommandError(" ".join(exc.messages)) from None
         except TypeError as exc:

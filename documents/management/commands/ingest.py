@@ -12,11 +12,8 @@ from documents.access import COMMAND_LINE
 from documents.ingestion import formats
 from documents.metadata import clean_metadata
 from documents.models import Channel, Document
-from documents.services.documents import (
-    DuplicateDocument,
-    create_document,
-    ingest_document,
-)
+from documents.services.documents import DuplicateDocument, create_document
+from documents.services.ingestion import ingest_document
 
 
 class Command(BaseCommand):

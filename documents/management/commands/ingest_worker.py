@@ -1,9 +1,12 @@
-"""manage.py ingest_worker: django-tasks-db's db_worker plus recovery of
-ingestions a dead worker left behind.
+"""manage.py ingest_worker: django-tasks-db's db_worker, with a lease per
+running task, a bounded graceful stop, and recovery of the tasks a dead worker
+left behind.
 
 Takes every db_worker option. At start, and then every --recovery-interval
-seconds, documents whose ingestion was interrupted (their worker was killed) are
-queued again (documents.services.recovery).
+seconds, tasks of any kind whose worker died are queued again
+(documents.services.recovery). A stop (SIGTERM, SIGINT) lets the running task
+finish for up to WORKER_STOP_TIMEOUT seconds, then hands it back to the queue
+(documents.worker).
 
 The worker lowers its own CPU priority (INGEST_WORKER_NICENESS, inherited by the
 PDF reader it starts): ingestion is batch work, and on a machine it shares with
@@ -12,18 +15,22 @@ the web server, searches should not queue behind page rendering and embedding.
 
 import os
 import threading
+import time
 
 from django.conf import settings
+from django.core.management.base import CommandError
 from django.db import close_old_connections, connection
+from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
-from documents.services.recovery import requeue_interrupted_ingestions
+from documents.services.recovery import requeue_interrupted_tasks
+from documents.worker import LeasedWorker
 
 
 class Command(DbWorkerCommand):
     help = (
-        "Run the ingestion worker (db_worker); requeue ingestions interrupted by "
-        "a dead worker at start and periodically."
+        "Run the task worker (db_worker with task leases and a bounded stop); "
+        "requeue tasks a dead worker left running, at start and periodically."
     )
 
     def add_arguments(self, parser):
@@ -32,34 +39,65 @@ class Command(DbWorkerCommand):
             "--recovery-interval",
             type=float,
             default=60.0,
-            help="Seconds between checks for interrupted ingestions (0: at start "
-            "only).",
+            help="Seconds between checks for interrupted tasks (0: at start only).",
         )
 
-    def handle(self, *args, recovery_interval: float, **options):
+    def handle(
+        self,
+        *,
+        verbosity: int,
+        queue_name: str,
+        interval: float,
+        batch: bool,
+        backend_name: str,
+        startup_delay: bool,
+        reload: bool,
+        max_tasks: int | None,
+        worker_id: str,
+        exclude_queues: str,
+        recovery_interval: float,
+        **options,
+    ):
+        self.configure_logging(verbosity)
+        if exclude_queues and "*" not in queue_name.split(","):
+            raise CommandError("--exclude-queues can only be used with --queue-name=*")
         lower_priority(settings.INGEST_WORKER_NICENESS)
         self._recover()
         close_old_connections()
         if recovery_interval > 0:
-            stop = threading.Event()
-            thread = threading.Thread(
+            threading.Thread(
                 target=self._recover_every,
-                args=(recovery_interval, stop),
-                name="ingestion-recovery",
+                args=(recovery_interval,),
+                name="task-recovery",
                 daemon=True,
-            )
-            thread.start()
-        super().handle(*args, **options)
+            ).start()
+        self.worker = LeasedWorker(
+            stop_timeout=settings.WORKER_STOP_TIMEOUT,
+            queue_names=queue_name.split(","),
+            excluded_queue_names=exclude_queues.split(",") if exclude_queues else [],
+            interval=interval,
+            batch=batch,
+            backend_name=backend_name,
+            startup_delay=startup_delay,
+            max_tasks=max_tasks,
+            worker_id=worker_id,
+        )
+        if reload and not batch:
+            if os.environ.get(DJANGO_AUTORELOAD_ENV) == "true":
+                self.worker.configure_signals()
+            run_with_reloader(self.worker.run)
+        else:
+            self.worker.configure_signals()
+            self.worker.run()
 
     def _recover(self) -> None:
-        requeued = requeue_interrupted_ingestions()
+        requeued = requeue_interrupted_tasks()
         if requeued:
-            self.stdout.write(
-                f"Requeued interrupted ingestions of documents: {requeued}"
-            )
+            self.stdout.write(f"Requeued interrupted tasks: {', '.join(requeued)}")
 
-    def _recover_every(self, interval: float, stop: threading.Event) -> None:
-        while not stop.wait(interval):
+    def _recover_every(self, interval: float) -> None:
+        while True:
+            time.sleep(interval)
             try:
                 self._recover()
             except Exception as exc:  # the database may be restarting; try later

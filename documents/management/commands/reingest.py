@@ -5,7 +5,8 @@ from tqdm import tqdm
 
 from documents.access import COMMAND_LINE
 from documents.models import Channel, Document
-from documents.services.documents import ingest_document, reingest_document
+from documents.services.documents import reingest_document
+from documents.services.ingestion import ingest_document
 
 
 class Command(BaseCommand):

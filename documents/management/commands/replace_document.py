@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from documents.access import COMMAND_LINE
 from documents.models import Channel, Document
-from documents.services.documents import ingest_document
+from documents.services.ingestion import ingest_document
 from documents.services.revisions import replace_document_file
 
 

@@ -49,7 +49,7 @@ def first_revisions(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('documents', '0014_signin_audit_actions'),
+        ('documents', '0016_tasks_reingesting'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -67,7 +67,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='auditevent',
             name='action',
-            field=models.CharField(choices=[('document.upload', 'Document uploaded'), ('document.delete', 'Document deleted'), ('document.reingest', 'Document re-ingested'), ('document.edit', 'Title or metadata edited'), ('document.revise', 'New file (revision) given'), ('channel.create', 'Channel created'), ('channel.change', 'Channel configuration changed'), ('channel.delete', 'Channel deleted'), ('key.create', 'API key created'), ('key.change', 'API key changed'), ('key.revoke', 'API key revoked'), ('grant.create', 'Sign-in granted to a client'), ('grant.revoke', 'Sign-in grant revoked'), ('auth.refused', 'Authentication refused'), ('auth.throttled', 'Client throttled after failures'), ('client.register', 'OAuth client registered'), ('token.issue', 'Sign-in token issued'), ('token.reuse', 'Used code or refresh token replayed'), ('consent.refuse', 'Sign-in refused on the consent page'), ('login.failed', 'Wrong password')], max_length=32),
+            field=models.CharField(choices=[('document.upload', 'Document uploaded'), ('document.delete', 'Document deleted'), ('document.reingest', 'Document re-ingested'), ('document.edit', 'Title or metadata edited'), ('document.revise', 'New file (revision) given'), ('channel.create', 'Channel created'), ('channel.change', 'Channel configuration changed'), ('channel.access', 'Channel readers or curators changed'), ('channel.delete', 'Channel deleted'), ('key.create', 'API key created'), ('key.change', 'API key changed'), ('key.revoke', 'API key revoked'), ('grant.create', 'Sign-in granted to a client'), ('grant.revoke', 'Sign-in grant revoked'), ('auth.refused', 'Authentication refused'), ('auth.throttled', 'Client throttled after failures'), ('client.register', 'OAuth client registered'), ('token.issue', 'Sign-in token issued'), ('token.reuse', 'Used code or refresh token replayed'), ('consent.refuse', 'Sign-in refused on the consent page'), ('login.failed', 'Wrong password')], max_length=32),
         ),
         migrations.CreateModel(
             name='DocumentRevision',
