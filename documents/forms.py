@@ -142,6 +142,19 @@ class UploadDocumentsForm(MetadataInputsForm):
     )
 
 
+class ReplaceFileForm(forms.Form):
+    """A document's new file (its next revision)."""
+
+    file = forms.FileField(
+        label="New file",
+        help_text=(
+            "Any format an upload takes. The document keeps its id, title, "
+            "metadata and links; the current file stays searchable until the "
+            "new one is read."
+        ),
+    )
+
+
 class DocumentMetadataForm(MetadataInputsForm):
     """A document's title and metadata, filled in with its current values."""
 

@@ -5,7 +5,7 @@ from django.db.models import F, OrderBy
 
 from documents.filters import compile_filter, filter_fields
 from documents.models import Channel, Document, MetadataField
-from documents.results import DocumentPage, output_schema
+from documents.results import DocumentPage, output_schema, revision_of
 
 # newest_sort may also name these columns of Document, besides metadata fields.
 _DOCUMENT_SORT_COLUMNS = {"created_at", "updated_at", "ingested_at", "title", "id"}
@@ -42,7 +42,13 @@ def list_documents(
     )
     total = documents.count()
     page = documents.order_by(*document_ordering(channel, newest_first)).only(
-        "id", "title", "original_filename", "page_count", "metadata"
+        "id",
+        "title",
+        "original_filename",
+        "page_count",
+        "metadata",
+        "revision",
+        "revised_at",
     )[offset : offset + limit]
     shown = [field.name for field in filter_fields(channel)]
     results = []
@@ -51,6 +57,7 @@ def list_documents(
             "id": document.id,
             "title": document.title or document.original_filename,
             "number_of_pages": document.page_count,
+            **revision_of(document),
         }
         for name in shown:
             row[name] = document.metadata.get(name)

@@ -377,6 +377,10 @@ class Document(models.Model):
     ingested_at = models.DateTimeField("ingested", null=True, blank=True)
     created_at = models.DateTimeField("added", auto_now_add=True)
     updated_at = models.DateTimeField("changed", auto_now=True)
+    # The DocumentRevision whose file, pages and chunks are served (see
+    # documents.revisions); revised_at is when it became the served one.
+    revision = models.PositiveIntegerField(default=1)
+    revised_at = models.DateTimeField("revised", default=timezone.now)
     # Who added it: a staff user, or an API key (REST uploads); neither for the
     # command line and the demo loader.
     created_by = models.ForeignKey(
@@ -405,6 +409,91 @@ class Document(models.Model):
 
     def __str__(self) -> str:
         return self.title or self.original_filename
+
+
+def revision_upload_to(revision: "DocumentRevision", filename: str) -> str:
+    return f"channels/{revision.document.channel_id}/originals/{filename}"
+
+
+class DocumentRevision(models.Model):
+    """One file a document was given: the first upload is number 1, each
+    replacement the next. The document serves the one its `revision` names;
+    a higher number is waiting to be ingested. `file` is emptied when the
+    retention (DOCUMENT_REVISIONS_KEPT) drops the original; the row stays as
+    history."""
+
+    document = models.ForeignKey(
+        Document, on_delete=models.CASCADE, related_name="revisions"
+    )
+    number = models.PositiveIntegerField()
+    created_at = models.DateTimeField("uploaded", default=timezone.now)
+    # When it became the served revision (None: not ingested yet, or skipped
+    # for a newer one).
+    served_at = models.DateTimeField("served from", null=True, blank=True)
+    # Why its file could not be read while an older revision stayed served.
+    failure = models.TextField(blank=True)
+    file = models.FileField(upload_to=revision_upload_to, max_length=500, blank=True)
+    original_filename = models.CharField("file name", max_length=255)
+    content_type = models.CharField(max_length=100)
+    size = models.PositiveBigIntegerField(default=0, help_text="In bytes.")
+    sha256 = models.CharField("SHA-256", max_length=64)
+    # Who gave it, as Document.created_by*, and as text (the audit's label)
+    # so the history survives deleting the user or key.
+    actor = models.CharField("by", max_length=300, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    created_by_key = models.ForeignKey(
+        "ApiKey",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["document_id", "-number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["document", "number"], name="document_revision_unique_number"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id} r{self.number}"
+
+
+class RevisionPage(models.Model):
+    """A page of an older revision, kept so that citation links made for it
+    still open what they cited; never searched. Deleted with its revision's
+    original (retention) or its document."""
+
+    revision = models.ForeignKey(
+        DocumentRevision, on_delete=models.CASCADE, related_name="pages"
+    )
+    number = models.PositiveIntegerField()
+    text = models.TextField(blank=True)
+    has_text = models.BooleanField(default=True)
+    image = models.FileField(blank=True, max_length=500)
+    width = models.PositiveIntegerField(null=True, blank=True)
+    height = models.PositiveIntegerField(null=True, blank=True)
+    ocr = models.BooleanField(default=False)
+    lines = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["revision_id", "number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["revision", "number"], name="revision_page_unique_number"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.revision} p.{self.number}"
 
 
 class Page(models.Model):
@@ -629,6 +718,7 @@ class AuditEvent(models.Model):
         DOCUMENT_DELETE = "document.delete", "Document deleted"
         DOCUMENT_REINGEST = "document.reingest", "Document re-ingested"
         DOCUMENT_EDIT = "document.edit", "Title or metadata edited"
+        DOCUMENT_REVISE = "document.revise", "New file (revision) given"
         CHANNEL_CREATE = "channel.create", "Channel created"
         CHANNEL_CHANGE = "channel.change", "Channel configuration changed"
         CHANNEL_ACCESS = "channel.access", "Channel readers or curators changed"

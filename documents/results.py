@@ -56,6 +56,9 @@ class RetrievedChunk(BaseModel):
     score: float
     metadata: dict = Field(default_factory=dict)
     regions: list[Region] = Field(default_factory=list, description=REGIONS)
+    # The document's revision the chunk belongs to, for citation links; never
+    # sent.
+    revision: int | None = Field(None, exclude=True)
 
 
 class ChunkList(BaseModel):
@@ -87,6 +90,8 @@ class Citation(BaseModel):
     # for building links, never sent.
     start: int | None = Field(None, exclude=True)
     end: int | None = Field(None, exclude=True)
+    # The cited document's revision, so its link keeps opening that revision.
+    revision: int | None = Field(None, exclude=True)
 
     def public(self) -> dict:
         """As clients receive it (the span stays here)."""
@@ -116,7 +121,12 @@ class Answer(BaseModel):
         return {
             "answer": self.text,
             "citations": [
-                {**citation.model_dump(), "start": citation.start, "end": citation.end}
+                {
+                    **citation.model_dump(),
+                    "start": citation.start,
+                    "end": citation.end,
+                    "revision": citation.revision,
+                }
                 for citation in self.citations
             ],
         }
@@ -129,15 +139,33 @@ class Answer(BaseModel):
         )
 
 
+REVISION = (
+    "The revision the document serves: 1 for its first file, one more for each "
+    "new file it was given (same id, title and metadata)."
+)
+REVISED_AT = "When that revision was first served (ISO 8601)."
+
+
+def revision_of(document: Any) -> dict:
+    """A document's `revision` and `revised_at` as list_documents, get_pages
+    and documents://metadata send them."""
+    return {
+        "revision": document.revision,
+        "revised_at": document.revised_at.isoformat(),
+    }
+
+
 class DocumentRow(BaseModel):
-    """A row of list_documents: id, title, pages, then the channel's filterable
-    fields (which differ per channel, hence extra fields)."""
+    """A row of list_documents: id, title, pages, revision, then the channel's
+    filterable fields (which differ per channel, hence extra fields)."""
 
     model_config = ConfigDict(extra="allow")
 
     id: int
     title: str
     number_of_pages: int
+    revision: int = Field(description=REVISION)
+    revised_at: str = Field(description=REVISED_AT)
 
 
 class DocumentPage(BaseModel):

@@ -10,6 +10,10 @@ re-admits the caller, then redirects to a presigned URL that lives a minute.
 
 A page link (`views.citation_page`) also names the page and the quote's span
 in the page text; it opens the page image with the quoted lines highlighted.
+Links also name the document's revision ("r"): after the document is given a
+new file, they keep opening the revision they were made for (its original and
+kept pages, documents.revisions) while its original is kept, and the page view
+says that a newer revision exists.
 """
 
 from dataclasses import dataclass
@@ -19,8 +23,9 @@ from django.core import signing
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.urls import reverse
 
+from documents import revisions
 from documents.access import Caller, Scope
-from documents.models import Document, Page
+from documents.models import Document, Page, RevisionPage
 from documents.originals import presigned_parameters
 from documents.regions import line_regions
 
@@ -64,7 +69,10 @@ def citation_url(
     page: int | None = None,
 ) -> str:
     """An absolute link that opens the original; `#page=<n>` on PDFs."""
-    token = sign_link({"d": document.pk, "c": document.channel_id}, caller=caller)
+    token = sign_link(
+        {"d": document.pk, "c": document.channel_id, "r": document.revision},
+        caller=caller,
+    )
     url = base_url + reverse("mcp_citation", args=[token])
     if page is not None and document.content_type.lower().startswith("application/pdf"):
         url += f"#page={page}"
@@ -72,14 +80,22 @@ def citation_url(
 
 
 def document_for_token(token: str, *, address: str = "") -> Document | None:
-    """The ready document a token names (None when it is gone); raises as
-    open_link does."""
+    """The ready document a token names, as of the revision it names (None when
+    it is gone, or that revision's original is); raises as open_link does."""
     payload = open_link(token, address=address)
-    return (
+    document = (
         Document.objects.ready()
         .filter(pk=payload["d"], channel_id=payload["c"])
         .first()
     )
+    if document is None or not _older(payload.get("r"), document):
+        return document
+    kept = document.revisions.filter(number=payload["r"]).exclude(file="").first()
+    return revisions.as_read(document, kept) if kept is not None else None
+
+
+def _older(revision, document: Document) -> bool:
+    return isinstance(revision, int) and revision < document.revision
 
 
 def stored_file_url(document: Document) -> str | None:
@@ -113,6 +129,8 @@ def citation_page_url(
     """An absolute link to the page view: the page with the quote at `span`
     (offsets into the page text) highlighted, scrolled to the quote."""
     payload = {"d": document.pk, "c": document.channel_id, "p": page}
+    if document.revision is not None:
+        payload["r"] = document.revision
     if span is not None:
         payload["s"], payload["e"] = span
     token = sign_link(payload, caller=caller)
@@ -128,6 +146,7 @@ class CitationTarget:
     page: int | None = None
     start: int | None = None
     end: int | None = None
+    revision: int | None = None
 
 
 def read_citation_token(token: str, *, address: str = "") -> CitationTarget:
@@ -140,7 +159,7 @@ def read_citation_token(token: str, *, address: str = "") -> CitationTarget:
             int(payload["c"]),
             *(
                 None if payload.get(name) is None else int(payload[name])
-                for name in ("p", "s", "e")
+                for name in ("p", "s", "e", "r")
             ),
         )
     except (KeyError, TypeError, ValueError):
@@ -152,18 +171,22 @@ class CitedPage:
     """A page as its citation link shows it: the quote's lines marked."""
 
     document: Document
-    page: Page
+    # A RevisionPage (same fields) when the link was made for an older revision.
+    page: Page | RevisionPage
     # The quote's line boxes in thousandths of the page (SVG viewBox 0 0 1000 1000).
     marks: list[dict]
     quote: str
     before: str
     quoted: str
     after: str
+    # The revision shown, and the document's current one when that is newer.
+    revision: int = 1
+    newer_revision: int | None = None
 
 
 def cited_page(target: CitationTarget) -> CitedPage | None:
-    """The page a page link names, with its quote; None when the document or
-    the page is gone."""
+    """The page a page link names, with its quote (of the revision it names);
+    None when the document, the page or that revision's pages are gone."""
     if target.page is None:
         return None
     document = (
@@ -173,7 +196,10 @@ def cited_page(target: CitationTarget) -> CitedPage | None:
     )
     if document is None:
         return None
-    page = Page.objects.filter(document=document, number=target.page).first()
+    if _older(target.revision, document):
+        page = revisions.revision_page(document, target.revision, target.page)
+    else:
+        page = Page.objects.filter(document=document, number=target.page).first()
     if page is None:
         return None
     text = page.text or ""
@@ -197,4 +223,8 @@ def cited_page(target: CitationTarget) -> CitedPage | None:
         before=text[:start],
         quoted=text[start:end],
         after=text[end:],
+        revision=target.revision
+        if _older(target.revision, document)
+        else document.revision,
+        newer_revision=document.revision if _older(target.revision, document) else None,
     )

@@ -10,6 +10,7 @@ from django.db.models import Count, Q
 from documents.ingestion.embeddings import OnnxMiniLMEmbedder
 from documents.limits import MAX_DOCUMENT_IDS
 from documents.models import Channel, Chunk, Document, Page
+from documents.results import revision_of
 from mcp_endpoint.registry import (
     CallContext,
     InvalidResourceUri,
@@ -50,14 +51,18 @@ def _documents_metadata(channel: Channel, ids: list[int]) -> dict:
         Document.objects.for_channel(channel)
         .ready()
         .filter(pk__in=ids)
-        .only("id", "metadata")
+        .only("id", "metadata", "revision", "revised_at")
         .order_by("id")
     )
-    return {str(document.pk): document.metadata for document in documents}
+    return {
+        str(document.pk): {**document.metadata, **revision_of(document)}
+        for document in documents
+    }
 
 
 class DocumentMetadata(ResourceTemplate):
-    """The stored metadata of documents, as one JSON object keyed by document id.
+    """The stored metadata of documents, as one JSON object keyed by document id,
+    each with the document's `revision` and `revised_at`.
 
     document_ids: comma-separated ids without spaces (1 or 1,5,9); ids this
     collection doesn't have are left out.

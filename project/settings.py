@@ -88,7 +88,11 @@ MIDDLEWARE = [
     "project.middleware.ContentSecurityPolicyMiddleware",
     "project.middleware.AxesMiddleware",
     "project.middleware.OAuthParametersMiddleware",
+    # Django reads multipart bodies of POSTs only; the REST API's one PUT with
+    # a file (a document's new revision) needs it read too.
+    "ninja.compatibility.files.fix_request_files_middleware",
 ]
+NINJA_FIX_REQUEST_FILES_METHODS = {"PUT"}
 
 # django-axes first: it refuses a locked-out sign-in before the password is
 # checked (settings below).
@@ -227,6 +231,9 @@ UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
 # largest); refused with 413 by project.body_limit before Django reads it.
 REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 256 * 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_NUMBER_FILES = env_int("UPLOAD_MAX_FILES", 100, minimum=1)
+# How many revisions of a document keep their original (and, for citation
+# links, their pages), the served one included; 0 keeps them all.
+DOCUMENT_REVISIONS_KEPT = env_int("DOCUMENT_REVISIONS_KEPT", 0, minimum=0)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 PDF_MAX_PAGES = env_int("PDF_MAX_PAGES", 2000, minimum=1)
 PDF_PARSE_TIMEOUT = env_float("PDF_PARSE_TIMEOUT", 300.0, minimum=1.0)

@@ -1,5 +1,5 @@
 """Documents: the upload form, status and counts, title and metadata, page
-preview, re-ingest, delete."""
+preview, re-ingest, a new file (revision) and the revision history, delete."""
 
 import json
 import mimetypes
@@ -14,16 +14,29 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
+from documents import revisions
 from documents.admin.curation import CuratedChannelFilter, CuratedChannelsAdmin, actor
 from documents.admin.display import badge, excerpt, human_size, short_datetime
 from documents.forms import (
     DocumentMetadataForm,
+    ReplaceFileForm,
     UploadChannelForm,
     UploadDocumentsForm,
 )
-from documents.models import Chunk, Document, Page
+from documents.models import Chunk, Document, DocumentRevision, Page
 from documents.originals import original_response
 from documents.services import documents as document_services
+from documents.services.revisions import replace_document_file
+
+
+def _served(revision: DocumentRevision, document: Document) -> str:
+    if revision.served_at is not None:
+        return short_datetime(revision.served_at)
+    if revision.failure:
+        return f"never: could not be read ({excerpt(revision.failure, 80)})"
+    if revision.number > document.revision:
+        return "waiting to be read"
+    return "never (a newer file came first)"
 
 
 @admin.register(Document)
@@ -54,6 +67,7 @@ class DocumentAdmin(CuratedChannelsAdmin):
         "content_type",
         "size_detail",
         "sha256",
+        "revision_detail",
         "metadata_json",
         "added_by",
         "created_at",
@@ -68,7 +82,7 @@ class DocumentAdmin(CuratedChannelsAdmin):
         "page_links",
         "ingested_at",
     ]
-    readonly_fields = detail_fields + ingestion_fields
+    readonly_fields = [*detail_fields, *ingestion_fields, "revision_history"]
 
     def get_fieldsets(self, request, obj=None):
         ingestion = ["status_badge"]
@@ -82,6 +96,7 @@ class DocumentAdmin(CuratedChannelsAdmin):
         return [
             (None, {"fields": self.detail_fields}),
             ("Ingestion", {"fields": ingestion}),
+            ("Revisions", {"fields": ["revision_history"]}),
         ]
 
     # List columns
@@ -122,6 +137,43 @@ class DocumentAdmin(CuratedChannelsAdmin):
         if document.created_by_id is not None:
             return f"{document.created_by.get_username()} (admin)"
         return "command line or demo loader"
+
+    @admin.display(description="Revision")
+    def revision_detail(self, document: Document) -> str:
+        return f"{document.revision}, since {short_datetime(document.revised_at)}"
+
+    @admin.display(description="History")
+    def revision_history(self, document: Document) -> str:
+        rows = revisions.history(document)
+        if not rows:
+            return "-"
+        return format_html(
+            "<table class='quire-revisions'><thead><tr><th>Revision</th>"
+            "<th>Given</th><th>By</th><th>File</th><th>Size</th><th>SHA-256</th>"
+            "<th>Served from</th><th>Original</th></tr></thead><tbody>{}</tbody>"
+            "</table>",
+            format_html_join(
+                "",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                "<td title='{}'>{}…</td><td>{}</td><td>{}</td></tr>",
+                (
+                    (
+                        f"{row.number} (current)"
+                        if row.number == document.revision
+                        else row.number,
+                        short_datetime(row.created_at),
+                        row.actor or "-",
+                        row.original_filename,
+                        human_size(row.size),
+                        row.sha256,
+                        row.sha256[:12],
+                        _served(row, document),
+                        "kept" if row.file else "dropped (retention)",
+                    )
+                    for row in rows
+                ),
+            ),
+        )
 
     @admin.display(description="Metadata")
     def metadata_json(self, document: Document) -> str:
@@ -216,6 +268,11 @@ class DocumentAdmin(CuratedChannelsAdmin):
                 "<int:object_id>/reingest/",
                 wrap(self.reingest_view),
                 name=f"{prefix}_reingest",
+            ),
+            path(
+                "<int:object_id>/replace/",
+                wrap(self.replace_view),
+                name=f"{prefix}_replace",
             ),
             path(
                 "<int:object_id>/metadata/",
@@ -338,6 +395,50 @@ class DocumentAdmin(CuratedChannelsAdmin):
         }
         return TemplateResponse(
             request, "admin/documents/document/metadata.html", context
+        )
+
+    def replace_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        """Give the document a new file, its next revision (who may re-ingest
+        it may)."""
+        document = self._document_or_404(request, object_id)
+        if not self.has_change_permission(request, document):
+            raise PermissionDenied
+        form = ReplaceFileForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            upload = form.cleaned_data["file"]
+            try:
+                revision, created = replace_document_file(
+                    document=document,
+                    file=upload,
+                    filename=upload.name,
+                    content_type=upload.content_type,
+                    actor=actor(request),
+                )
+            except ValidationError as exc:
+                form.add_error("file", exc)
+            else:
+                if created:
+                    message = (
+                        f"Queued revision {revision.number} of “{document}”; "
+                        f"revision {document.revision} is served until it is read."
+                    )
+                    self.message_user(request, message, messages.SUCCESS)
+                else:
+                    message = (
+                        f"{upload.name} is already revision {revision.number} of "
+                        f"“{document}”; nothing changed."
+                    )
+                    self.message_user(request, message, messages.WARNING)
+                return redirect(self._url_name("change"), document.pk)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"Replace the file of {document}",
+            "original": document,
+            "form": form,
+        }
+        return TemplateResponse(
+            request, "admin/documents/document/replace.html", context
         )
 
     def _document_or_404(self, request, object_id: int) -> Document:

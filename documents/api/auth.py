@@ -22,7 +22,7 @@ API_PREFIX = "/api/"
 # Any segment, as the route's `{slug}` matches it: a name no channel can have
 # (`al pha`) is still a channel path, checked like the others.
 _CHANNEL_PATH = re.compile(r"^/api/channels/(?P<slug>[^/]+)(?P<rest>/.*)?$")
-_WRITE_PATH = re.compile(r"^/documents(/\d+(/reingest)?)?/?$")
+_WRITE_PATH = re.compile(r"^/documents(/\d+(/reingest|/file)?)?/?$")
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
@@ -40,7 +40,7 @@ class ApiKeyHeader(APIKeyHeader):
 
 def required_scope(method: str, path: str) -> tuple[str | None, str]:
     """(channel slug or None, scope) that a REST request needs: writes to a
-    channel's documents (upload, delete, re-ingest) need "write", all else
+    channel's documents (upload, delete, re-ingest, a new file) need "write", all else
     "read"."""
     match = _CHANNEL_PATH.match(path)
     if match is None:

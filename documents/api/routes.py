@@ -37,6 +37,7 @@ from documents.results import Answer, ChunkList, DocumentPage, FeedbackReceipt
 from documents.search.service import retrieve_passages
 from documents.services import documents as document_services
 from documents.services.feedback import submit_feedback
+from documents.services.revisions import replace_document_file
 
 router = Router()
 
@@ -81,6 +82,8 @@ def _document_out(document: Document) -> dict:
         "metadata": document.metadata,
         "created_at": document.created_at,
         "ingested_at": document.ingested_at,
+        "revision": document.revision,
+        "revised_at": document.revised_at,
         "added_by": _added_by(document),
     }
 
@@ -220,6 +223,32 @@ def reingest_document(request: HttpRequest, slug: str, document_id: int):
     document = channel_document(channel, document_id)
     document_services.reingest_document(document=document, actor=request.caller.actor)
     return Status(202, _document_out(document))
+
+
+@router.put(
+    "/channels/{slug}/documents/{document_id}/file",
+    response=responses({200: DocumentOut, 202: DocumentOut}),
+    tags=["documents"],
+)
+def replace_file(
+    request: HttpRequest, slug: str, document_id: int, file: File[UploadedFile]
+):
+    """Give the document a new file, its next revision: same id, title,
+    metadata and links. The file is checked as an upload is, stored and queued
+    (202); the previous revision stays searchable until the new one is read,
+    then `revision` and `revised_at` change. A file whose content is already
+    the current (or a queued) revision changes nothing (200). Needs the
+    `write` scope."""
+    channel = open_channel(request, slug, Scope.WRITE)
+    document = channel_document(channel, document_id)
+    _, created = replace_document_file(
+        document=document,
+        file=file,
+        filename=file.name,
+        content_type=file.content_type,
+        actor=request.caller.actor,
+    )
+    return Status(202 if created else 200, _document_out(document))
 
 
 def _page(channel: Channel, document_id: int, number: int) -> Page:

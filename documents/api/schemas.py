@@ -75,6 +75,11 @@ class DocumentOut(Schema):
     metadata: dict
     created_at: datetime
     ingested_at: datetime | None
+    revision: int = Field(
+        description="The number of the file it serves: 1 for the upload, one "
+        "more for each new file given (PUT .../file)."
+    )
+    revised_at: datetime = Field(description="When that revision was first served.")
     added_by: str = Field(description="The key or user that uploaded it, if any.")
 
 

@@ -289,6 +289,7 @@ def citation(
             page_number=item.chunk.page_number,
             chunk_id=item.chunk.chunk_id,
             quote=quote,
+            revision=item.chunk.revision,
         )
     end = sentence.end
     if quoted != sentence.text:  # cut at the budget: the part quoted
@@ -302,4 +303,5 @@ def citation(
         regions=item.page.regions(sentence.start, end),
         start=sentence.start,
         end=end,
+        revision=item.chunk.revision,
     )

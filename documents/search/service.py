@@ -98,7 +98,8 @@ def _load(channel: Channel, ranked: list[tuple[int, float]]) -> list[RetrievedCh
         row = by_id.get(chunk_id)
         if row is None:  # deleted since it was ranked
             continue
-        _, document_id, title, filename, metadata, page_number, text, shown = row
+        _, document_id, title, filename, metadata, page_number, text = row[:7]
+        revision, shown = row[7:]
         metadata = json.loads(metadata) if metadata else {}
         if shown:
             metadata = {name: metadata[name] for name in shown if name in metadata}
@@ -114,6 +115,7 @@ def _load(channel: Channel, ranked: list[tuple[int, float]]) -> list[RetrievedCh
                 score=float(score),
                 metadata=metadata,
                 regions=[],
+                revision=revision,
             )
         )
     return results
@@ -123,7 +125,7 @@ def _load(channel: Channel, ranked: list[tuple[int, float]]) -> list[RetrievedCh
 # along as an array, the same on every row (PostgreSQL computes it once).
 _LOAD_SQL = f"""
     SELECT c.id, c.document_id, d.title, d.original_filename, d.metadata,
-           c.page_number, c.text,
+           c.page_number, c.text, d.revision,
            ARRAY(
                SELECT f.name FROM {MetadataField._meta.db_table} f
                WHERE f.channel_id = %s AND f.sent_with_chunks

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
-from documents import locks
+from documents import locks, revisions
 from documents.access import Actor, audit
 from documents.ingestion import formats
 from documents.ingestion.files import delete_files, page_image_names, sha256_of
@@ -82,31 +82,7 @@ def create_document(
     """
     if not isinstance(file, File):
         file = File(file)
-    # Windows paths split on both separators, so "..\\x.txt" loses its path too.
-    name = PureWindowsPath(filename or file.name or "").name
-    errors: list[str] = []
-    if not name:
-        errors.append("The file needs a name.")
-    if content_type is None:
-        content_type = getattr(file, "content_type", None)
-    try:
-        canonical_type = formats.resolve_content_type(content_type, name, file)
-    except formats.Refused as refused:
-        errors.append(f"{name or 'The file'}: {refused.reason}")
-        canonical_type = ""
-    else:
-        if canonical_type is None:
-            errors.append(
-                f"{name or 'The file'}: unsupported file type "
-                f"({content_type or 'unknown'}). Quire reads "
-                f"{formats.labels()} files."
-            )
-    size = file.size or 0
-    if size > settings.UPLOAD_MAX_BYTES:
-        errors.append(
-            f"{name or 'The file'} is {filesizeformat(size)}; the upload limit is "
-            f"{filesizeformat(settings.UPLOAD_MAX_BYTES)}."
-        )
+    name, canonical_type, size, errors = check_file(file, filename, content_type)
     fields = list(channel.metadata_fields.all())
     try:
         cleaned = clean_metadata(fields, metadata)
@@ -147,13 +123,10 @@ def create_document(
         try:
             document.file.save(name, file, save=False)
         except OSError as exc:
-            logger.exception("Storing %s failed", name)
-            raise ValidationError(
-                f"{name} could not be stored ({exc.strerror or exc}); nothing was "
-                "saved. Try again later, or ask an administrator."
-            ) from exc
+            raise storing_failed(name, exc) from exc
         try:
             document.save()
+            revisions.record_first_revision(document=document, actor=actor)
             audit.record(
                 audit.Action.DOCUMENT_UPLOAD,
                 actor=actor,
@@ -167,6 +140,50 @@ def create_document(
         if enqueue:
             transaction.on_commit(partial(enqueue_ingestion, document.pk), robust=True)
     return document
+
+
+def check_file(
+    file: File, filename: str | None, content_type: str | None
+) -> tuple[str, str, int, list[str]]:
+    """(name, canonical content type, size, problems) of an uploaded file, for
+    create_document and replace_document_file: the same formats and size limit
+    for a new document and a new revision."""
+    # Windows paths split on both separators, so "..\\x.txt" loses its path too.
+    name = PureWindowsPath(filename or file.name or "").name
+    errors: list[str] = []
+    if not name:
+        errors.append("The file needs a name.")
+    if content_type is None:
+        content_type = getattr(file, "content_type", None)
+    try:
+        canonical_type = formats.resolve_content_type(content_type, name, file)
+    except formats.Refused as refused:
+        errors.append(f"{name or 'The file'}: {refused.reason}")
+        canonical_type = ""
+    else:
+        if canonical_type is None:
+            errors.append(
+                f"{name or 'The file'}: unsupported file type "
+                f"({content_type or 'unknown'}). Quire reads "
+                f"{formats.labels()} files."
+            )
+    size = file.size or 0
+    if size > settings.UPLOAD_MAX_BYTES:
+        errors.append(
+            f"{name or 'The file'} is {filesizeformat(size)}; the upload limit is "
+            f"{filesizeformat(settings.UPLOAD_MAX_BYTES)}."
+        )
+    return name, canonical_type, size, errors
+
+
+def storing_failed(name: str, exc: OSError) -> ValidationError:
+    """The error a person reads when the storage refused the file (logged with
+    its traceback), for create_document and replace_document_file."""
+    logger.exception("Storing %s failed", name)
+    return ValidationError(
+        f"{name} could not be stored ({exc.strerror or exc}); nothing was "
+        "saved. Try again later, or ask an administrator."
+    )
 
 
 def update_document(
@@ -233,7 +250,11 @@ def delete_document(*, document: Document, actor: Actor) -> None:
             .select_related("channel")
             .get(pk=document.pk)
         )
-        names = [locked.file.name, *page_image_names(locked)]
+        names = [
+            locked.file.name,
+            *page_image_names(locked),
+            *revisions.stored_names(locked),
+        ]
         indexing.forget_chunks(locked.channel, locked.pk)
         audit.record(
             audit.Action.DOCUMENT_DELETE,

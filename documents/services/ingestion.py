@@ -9,6 +9,7 @@ ingest synchronously.
 
 import logging
 import tempfile
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from documents import locks
+from documents import locks, revisions
 from documents.ingestion.chunking import TextChunk
 from documents.ingestion.deadline import Deadline
 from documents.ingestion.files import (
@@ -30,7 +31,7 @@ from documents.ingestion.parsers import parse_file
 from documents.ingestion.pipeline import ChunkStream, EmbeddingFailed
 from documents.ingestion.titles import file_title
 from documents.limits import clip
-from documents.models import Chunk, Document, Page
+from documents.models import Chunk, Document, DocumentRevision, Page
 from documents.search import indexing
 from documents.services.channels import bump_corpus_version
 
@@ -52,7 +53,9 @@ REINGESTING_NOTE = (
 MAX_REASON_CHARS = 2000
 
 
-def ingest_document(*, document_id: int) -> Document:
+def ingest_document(
+    *, document_id: int, on_switch: Callable[[], None] | None = None
+) -> Document:
     """Parse, chunk and embed the document, then swap in its new pages and chunks.
 
     Status moves pending → processing → ready, or failed with a reason a person
@@ -68,14 +71,31 @@ def ingest_document(*, document_id: int) -> Document:
     text anywhere (scanned) ends ready with has_text=False, its pages and images
     and no chunks. Raises Document.DoesNotExist if the document is (or gets)
     deleted.
+
+    A document given a new file (a pending revision, documents.revisions) is
+    read from that file, and the same replacement transaction makes it the
+    served revision; until then a ready document is being re-ingested
+    (`reingesting`), as with a re-ingest. `on_switch` runs inside that
+    transaction once the new rows are written, before it commits (tests pause
+    there).
     """
     # The lease tells recovery (services/recovery.py) this ingestion is alive.
     with locks.lease(locks.Namespace.INGESTION, document_id):
-        return _ingest(document_id)
+        document = _ingest(document_id, on_switch)
+        # A file given while this ran was not queued (one ingestion per
+        # document at a time), so it is read now.
+        while (
+            document.status == Status.READY
+            and revisions.pending_revision(document) is not None
+        ):
+            document = _ingest(document_id, on_switch)
+        return document
 
 
-def _ingest(document_id: int) -> Document:
+def _ingest(document_id: int, on_switch: Callable[[], None] | None) -> Document:
     document = _start_processing(document_id)
+    revision = revisions.pending_revision(document)
+    source = revisions.as_read(document, revision)
     new_images: dict[int, str] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="quire-ingest-") as tmp:
@@ -91,8 +111,8 @@ def _ingest(document_id: int) -> Document:
             )
             try:
                 parsed = parse_file(
-                    local_copy(document, work_dir),
-                    document.content_type,
+                    local_copy(source, work_dir),
+                    source.content_type,
                     work_dir=work_dir,
                     on_pages=stream.add_pages,
                     deadline=deadline,
@@ -108,20 +128,22 @@ def _ingest(document_id: int) -> Document:
             vectors=vectors,
             model_name=stream.model_name,
             images=new_images,
+            revision=revision,
+            on_switch=on_switch,
         )
     except Document.DoesNotExist:
         delete_files(new_images.values())
         raise
     except UnreadableFile as exc:
         delete_files(new_images.values())
-        return _mark_failed(document_id, exc.reason)
+        return _mark_failed(document_id, exc.reason, revision)
     except EmbeddingFailed:
         delete_files(new_images.values())
-        return _mark_failed(document_id, EMBEDDING_ERROR_REASON)
+        return _mark_failed(document_id, EMBEDDING_ERROR_REASON, revision)
     except Exception:
         logger.exception("Ingesting document %s failed", document_id)
         delete_files(new_images.values())
-        return _mark_failed(document_id, INTERNAL_ERROR_REASON)
+        return _mark_failed(document_id, INTERNAL_ERROR_REASON, revision)
 
 
 def _automatic_titles(filename: str) -> set[str]:
@@ -159,6 +181,8 @@ def _replace_content(
     vectors: list,
     model_name: str,
     images: dict[int, str],
+    revision: DocumentRevision | None = None,
+    on_switch: Callable[[], None] | None = None,
 ) -> Document:
     with transaction.atomic():
         document = (
@@ -168,6 +192,10 @@ def _replace_content(
         )
         channel = document.channel
         old_images = page_image_names(document)
+        # A title kept over a new revision, as the document's metadata is.
+        retitle = revision is None or document.ingested_at is None
+        if revision is not None:
+            old_images = revisions.switch(document, revision, old_images=old_images)
         indexing.forget_chunks(channel, document.pk)
         Chunk.objects.filter(document=document).delete()
         Page.objects.filter(document=document).delete()
@@ -203,7 +231,7 @@ def _replace_content(
         Chunk.objects.bulk_create(new_chunks, batch_size=500)
 
         # A title the administrator gave wins; one Quire made up is replaced.
-        if document.title in _automatic_titles(document.original_filename):
+        if retitle and document.title in _automatic_titles(document.original_filename):
             document.title = clip(
                 metadata_title(channel.metadata_fields.all(), document.metadata)
                 or parsed.title
@@ -220,14 +248,23 @@ def _replace_content(
         document.ingested_at = timezone.now()
         document.save()
         bump_corpus_version(channel_id=channel.pk)
+        if on_switch is not None:
+            on_switch()
         transaction.on_commit(partial(delete_files, old_images))
     return document
 
 
-def _mark_failed(document_id: int, reason: str) -> Document:
+def _mark_failed(
+    document_id: int, reason: str, revision: DocumentRevision | None = None
+) -> Document:
     with transaction.atomic():
         document = Document.objects.select_for_update().get(pk=document_id)
-        document.status, document.reingesting = Status.FAILED, False
+        if revision is not None and document.status == Status.READY:
+            # A new file that can't be read leaves the served revision served.
+            reason = revisions.record_failure(document, revision, reason)
+        else:
+            document.status = Status.FAILED
+        document.reingesting = False
         document.status_reason = reason[:MAX_REASON_CHARS]
         document.save(
             update_fields=["status", "status_reason", "reingesting", "updated_at"]

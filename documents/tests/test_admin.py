@@ -4,7 +4,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.contrib.messages import get_messages
 from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -15,6 +15,8 @@ from django_tasks_db.management.commands import db_worker
 
 from documents.access import COMMAND_LINE, admit
 from documents.models import ApiKey, Channel, Document, Feedback, Page
+from documents.services.documents import create_document
+from documents.services.ingestion import ingest_document
 from documents.services.keys import create_api_key, revoke_api_key
 
 HOSTILE = "<script>alert('x')</script>"
@@ -969,3 +971,51 @@ def test_staff_who_may_only_view_documents_cannot_edit_metadata(client, make_cha
     assert client.post(url, {"title": "x", "meta_kind": "other"}).status_code == 403
     document.refresh_from_db()
     assert document.metadata == {"kind": "draft"}
+
+
+def test_replace_file_makes_a_revision_and_the_page_shows_the_history(
+    admin_client, make_channel, fake_embedder, django_capture_on_commit_callbacks
+):
+    """The document page links to "Replace file"; its form stores the next
+    revision and queues it; the history lists both revisions with who gave
+    them and their SHA-256."""
+    channel = make_channel()
+    document = create_document(
+        actor=COMMAND_LINE,
+        channel=channel,
+        file=SimpleUploadedFile("guide.md", b"# Guide\n\nOne.", "text/markdown"),
+        enqueue=False,
+    )
+    ingest_document(document_id=document.pk)
+    change = reverse("admin:documents_document_change", args=[document.pk])
+    url = reverse("admin:documents_document_replace", args=[document.pk])
+    assert url in admin_client.get(change).text
+    assert admin_client.get(url).status_code == 200
+    upload = SimpleUploadedFile("guide-2.md", b"# Guide\n\nTwo.", "text/markdown")
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = admin_client.post(url, {"file": upload})
+    assert response.status_code == 302 and len(callbacks) == 1
+    assert "Queued revision 2" in messages_of(response)[0]
+    revision = document.revisions.get(number=2)
+    assert revision.actor == "user admin"
+    page = admin_client.get(change).text
+    assert "guide-2.md" in page and "waiting to be read" in page
+    assert revision.sha256[:12] in page and "1 (current)" in page
+    again = SimpleUploadedFile("copy.md", b"# Guide\n\nOne.", "text/markdown")
+    response = admin_client.post(url, {"file": again})
+    assert "nothing changed" in messages_of(response)[0]
+
+
+def test_staff_who_may_only_view_documents_cannot_replace_files(client, make_channel):
+    """Replacing a file needs the change permission, as re-ingesting does."""
+    channel = make_channel()
+    document = make_document(channel)
+    viewer = User.objects.create_user("viewer", password="pw", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_document"))
+    channel.curators.add(viewer)
+    client.force_login(viewer)
+    url = reverse("admin:documents_document_replace", args=[document.pk])
+    assert client.get(url).status_code == 403
+    upload = SimpleUploadedFile("x.md", b"# X", "text/markdown")
+    assert client.post(url, {"file": upload}).status_code == 403
+    assert not document.revisions.exists()

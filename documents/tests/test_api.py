@@ -7,6 +7,7 @@ import json
 import pytest
 from django.core.files.base import ContentFile
 from django.test import Client
+from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 from PIL import Image
 
 from documents.access import COMMAND_LINE
@@ -383,3 +384,51 @@ def test_requests_are_rate_limited_per_key(api, handbook, settings, steady_rate_
     response = api.get("/api/channels/handbook")
     assert_problem(response, 429)
     assert 1 <= int(response["Retry-After"]) <= 60
+
+
+def _put_file(api, path: str, name: str, data: bytes):
+    upload = ContentFile(data)
+    upload.name = name
+    return api.put(
+        path,
+        data=encode_multipart(BOUNDARY, {"file": upload}),
+        content_type=MULTIPART_CONTENT,
+    )
+
+
+def test_put_of_a_new_file_makes_the_next_revision(
+    api, handbook, django_capture_on_commit_callbacks
+):
+    """PUT .../file stores the next revision of the same document and queues
+    it (202); the document keeps its id, title and metadata and serves revision
+    1 until the worker reads revision 2. The same content again is 200 and
+    queues nothing."""
+    pk = doc_id("Holiday policy")
+    path = f"/api/channels/handbook/documents/{pk}/file"
+    before = api.get(f"/api/channels/handbook/documents/{pk}").json()
+    assert before["revision"] == 1 and before["revised_at"]
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = _put_file(api, path, "holidays-2025.md", b"# Holidays\n\nThirty.")
+    assert response.status_code == 202, response.content
+    assert len(callbacks) == 1
+    body = response.json()
+    assert (body["id"], body["title"], body["revision"]) == (pk, "Holiday policy", 1)
+    assert body["metadata"] == {"topic": "holidays", "year": 2024}
+    with django_capture_on_commit_callbacks() as callbacks:
+        again = _put_file(api, path, "again.md", b"# Holidays\n\nThirty.")
+    assert again.status_code == 200, again.content
+    assert not callbacks
+    assert Document.objects.get(pk=pk).revisions.count() == 1  # revision 2 only
+
+
+def test_put_of_a_new_file_is_checked_like_an_upload(api, handbook, key):
+    """A refused type is a 422 problem; a read-only key is 403; another
+    channel's document is 404."""
+    pk = doc_id("Holiday policy")
+    path = f"/api/channels/handbook/documents/{pk}/file"
+    assert_problem(_put_file(api, path, "x.exe", b"MZ\x90\x00"), 422)
+    reader = create_api_key(actor=COMMAND_LINE, name="reader", channels=[handbook])
+    read_only = Client(headers={"Authorization": f"Bearer {reader.raw_key}"})
+    assert_problem(_put_file(read_only, path, "a.md", b"# A"), 403)
+    missing = "/api/channels/handbook/documents/999999/file"
+    assert_problem(_put_file(api, missing, "a.md", b"# A"), 404)

@@ -2,12 +2,15 @@ import json
 from io import StringIO
 
 import pytest
+from django.core.files import File
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from demo.loader import DEFINITION
-from documents.access import admit
-from documents.models import ApiKey, Channel
+from documents.access import COMMAND_LINE, admit
+from documents.models import ApiKey, Channel, Document
+from documents.services.documents import create_document
+from documents.services.ingestion import ingest_document
 
 
 def run(*args) -> tuple[str, str]:
@@ -183,3 +186,32 @@ def test_create_channel_takes_the_older_tool_options(db, tmp_path):
     }
     assert set(channel.enabled_tools()) >= {"search", "fetch", "list_documents"}
     assert not {"rag_search", "get_pages"} & set(channel.enabled_tools())
+
+
+def test_replace_document_gives_a_document_its_next_revision(
+    make_channel, fake_embedder, tmp_path
+):
+    """replace_document reads the new file now and says which revision the
+    document serves; the same file again is unchanged; bad arguments are
+    CommandErrors."""
+    channel = make_channel("manuals")
+    first = tmp_path / "manual.md"
+    first.write_text("# Manual\n\nRevision one.")
+    document = create_document(
+        actor=COMMAND_LINE,
+        channel=channel,
+        file=File(first.open("rb"), name="manual.md"),
+        enqueue=False,
+    )
+    ingest_document(document_id=document.pk)
+    second = tmp_path / "manual-2.md"
+    second.write_text("# Manual\n\nRevision two.")
+    out, _ = run("replace_document", "manuals", str(document.pk), str(second))
+    assert out.strip() == f"Document {document.pk} is at revision 2 (ready)."
+    assert Document.objects.get(pk=document.pk).chunks.get().text.endswith("two.")
+    out, _ = run("replace_document", "manuals", str(document.pk), str(second))
+    assert out.startswith("Unchanged:")
+    with pytest.raises(CommandError, match="no document"):
+        run("replace_document", "manuals", "999999", str(second))
+    with pytest.raises(CommandError, match="not a file"):
+        run("replace_document", "manuals", str(document.pk), str(tmp_path / "no"))

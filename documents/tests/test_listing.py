@@ -32,14 +32,22 @@ def shelf(make_channel, fake_embedder):
 
 
 def test_lists_ready_documents_with_title_pages_and_filterable_fields(shelf):
-    """Results carry id, title (file name when untitled), page count and the
-    filterable metadata fields only; pending documents are not listed."""
+    """Results carry id, title (file name when untitled), page count, revision
+    and the filterable metadata fields only; pending documents are not listed."""
     page = list_documents(shelf)
     assert page["total_count"] == 4
     assert (page["offset"], page["limit"]) == (0, 25)
     first = page["results"][0]
-    assert set(first) == {"id", "title", "number_of_pages", "kind", "published"}
-    assert first["number_of_pages"] == 2
+    assert set(first) == {
+        "id",
+        "title",
+        "number_of_pages",
+        "revision",
+        "revised_at",
+        "kind",
+        "published",
+    }
+    assert (first["number_of_pages"], first["revision"]) == (2, 1)
     titles = [row["title"] for row in page["results"]]
     assert "document.txt" in titles and "Pending" not in titles
 
@@ -100,6 +108,8 @@ def test_output_schema_describes_results_with_channel_fields(shelf):
         "id",
         "title",
         "number_of_pages",
+        "revision",
+        "revised_at",
         "kind",
         "published",
     }

@@ -69,6 +69,7 @@ def test_rag_search_citations_carry_regions_and_a_page_link(mcp, holiday_lines):
     )
     target = read_citation_token(path_of(citation["url"]).split("/")[2])
     assert (target.document_id, target.page) == (doc_id("Holiday policy"), 1)
+    assert target.revision == 1  # the revision cited, for after a new file
     assert holiday_lines.text[target.start : target.end] == citation["quote"]
 
 

@@ -26,9 +26,25 @@ def test_metadata_of_listed_documents(mcp_any, papers):
     data = read_json(
         mcp_any, f"documents://metadata/{holidays},{expenses},{foreign},{draft}"
     )
+    revised = {
+        str(document.pk): document.revised_at.isoformat()
+        for document in Document.objects.filter(pk__in=[holidays, expenses])
+    }
     assert data == {
-        str(holidays): {"topic": "holidays", "year": 2024, "team": "people"},
-        str(expenses): {"topic": "expenses", "year": 2023, "team": "finance"},
+        str(holidays): {
+            "topic": "holidays",
+            "year": 2024,
+            "team": "people",
+            "revision": 1,
+            "revised_at": revised[str(holidays)],
+        },
+        str(expenses): {
+            "topic": "expenses",
+            "year": 2023,
+            "team": "finance",
+            "revision": 1,
+            "revised_at": revised[str(expenses)],
+        },
     }
 
 

@@ -29,6 +29,8 @@ def test_list_documents_newest_first_by_channel_sort(mcp_any):
     ]
     assert page["results"][0]["year"] == 2025
     assert page["results"][1]["number_of_pages"] == 3
+    assert page["results"][1]["revision"] == 1
+    assert page["results"][1]["revised_at"].startswith("20")
     assert json.loads(result["content"][0]["text"]) == page
 
 
@@ -111,7 +113,8 @@ def test_get_pages_text_and_image(mcp_any):
     assert decode_png(content[2]["data"]).size == (8, 8)
     assert content[3]["text"] == f"[Document {document}, Page 2]"
     assert "carried over" in content[4]["text"]
-    assert len(content) == 5  # page 2 has no stored image
+    assert content[5]["text"].startswith(f"(Document {document} is at revision 1, ")
+    assert len(content) == 6  # page 2 has no stored image
 
 
 def test_get_pages_marks_pages_read_by_ocr(mcp_any):
@@ -146,7 +149,7 @@ def test_get_pages_text_only(mcp):
             "type": "text",
         },
     )
-    assert [block["type"] for block in result["content"]] == ["text", "text"]
+    assert [block["type"] for block in result["content"]] == ["text"] * 3
 
 
 def test_get_pages_over_the_cap_is_a_tool_error(mcp):

@@ -22,7 +22,7 @@ from documents.limits import (
     DocumentIds,
 )
 from documents.models import Channel, Document, Page
-from documents.results import citation_label
+from documents.results import citation_label, revision_of
 from mcp_endpoint import schemas
 from mcp_endpoint.citations import citation_url
 from mcp_endpoint.registry import (
@@ -166,6 +166,13 @@ def _read_pages(
                 )
             elif kind == "image":
                 content.append(text_block("(No image of this page is stored.)"))
+    revision = revision_of(document)
+    content.append(
+        text_block(
+            f"(Document {document.pk} is at revision {revision['revision']}, "
+            f"revised {revision['revised_at']}.)"
+        )
+    )
     return content
 
 
@@ -209,7 +216,8 @@ def _check_reply_size(document: Document, pages: list[Page], kind: str) -> None:
 class GetPages(Tool):
     """Read whole pages of one document, in order: each page's label
     [Document <id>, Page <n>], its text, and its image (PNG) when type is
-    "image" or "both".
+    "image" or "both"; a last line gives the document's revision (a document
+    given a new file keeps its id and gets the next revision number).
 
     Pages are counted from 1 (list_documents gives number_of_pages). A page
     whose text was read from its image by OCR is marked "(text read by OCR)"

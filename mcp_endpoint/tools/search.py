@@ -139,7 +139,11 @@ class RagSearch(SearchTool):
                 else None
             )
             out["url"] = citation_page_url(
-                Document(pk=citation.document_id, channel_id=ctx.channel.pk),
+                Document(
+                    pk=citation.document_id,
+                    channel_id=ctx.channel.pk,
+                    revision=citation.revision,
+                ),
                 base_url=ctx.base_url,
                 page=citation.page_number,
                 span=span,

@@ -25,8 +25,14 @@ class Upload:
     """An ASGI conversation: a POST declaring `length` bytes, sent in 64 kB
     pieces as the server asks for them."""
 
-    def __init__(self, path: str, headers: dict[str, str], length: int = HUGE):
-        self.path, self.length = path, length
+    def __init__(
+        self,
+        path: str,
+        headers: dict[str, str],
+        length: int = HUGE,
+        method: str = "POST",
+    ):
+        self.path, self.length, self.method = path, length, method
         self.headers = [(b"content-length", str(length).encode())] + [
             (name.lower().encode(), value.encode()) for name, value in headers.items()
         ]
@@ -38,7 +44,7 @@ class Upload:
             "type": "http",
             "asgi": {"version": "3.0"},
             "http_version": "1.1",
-            "method": "POST",
+            "method": self.method,
             "scheme": "http",
             "path": self.path,
             "raw_path": self.path.encode(),
@@ -101,6 +107,20 @@ def test_rest_uploads_are_refused_before_the_body(keys, headers, status):
     assert upload.body_read == 0
     assert response_headers[b"Connection"] == b"close"
     assert json.loads(body)["status"] == status
+
+
+@pytest.mark.parametrize("key", [None, "read"])
+def test_new_files_of_documents_are_refused_before_the_body(keys, key):
+    """PUT of a document's new file needs the write scope, checked from the
+    headers like an upload: nothing of a 200 MB body is read."""
+    headers = {"Content-Type": "multipart/form-data; boundary=x"}
+    if key == "read":
+        headers["Authorization"] = f"Bearer {keys[0]}"
+    upload = Upload("/api/channels/demo/documents/1/file", headers, method="PUT")
+    answered, response_headers, _ = upload.run()
+    assert answered == (403 if key else 401)
+    assert upload.body_read == 0
+    assert response_headers[b"Connection"] == b"close"
 
 
 def test_mcp_calls_are_refused_before_the_body(keys):
