@@ -114,7 +114,11 @@ async def sdk_tour(server, mode: str) -> dict:
 def check_tour(seen: dict) -> None:
     assert seen["tools"] == QUIRE_TOOLS
     assert seen["total"] == 6 and len(set(seen["titles"])) == 6
-    assert seen["page_blocks"] == ["text", "text", "image", "text", "text", "image"]
+    # Each page: its label, its text, its image; then the revision line.
+    assert seen["page_blocks"] == [
+        *["text", "text", "image"] * 2,
+        "text",
+    ]
     assert re.fullmatch(r"\[Document \d+, Page 1\]", seen["page_label"])
     assert "/citations/" in seen["citation_url"]
     assert seen["citation_url"].endswith("#page=2")
@@ -212,7 +216,8 @@ def test_fastmcp_client_full_tour(quire_server, mode):
     seen = asyncio.run(tour())
     assert seen["tools"] == QUIRE_TOOLS
     assert seen["listing"]["limit"] == 3 and len(seen["listing"]["results"]) == 3
-    assert [block.type for block in seen["pages"]] == ["text", "text"]
+    # The page's label and text, then the revision line.
+    assert [block.type for block in seen["pages"]] == ["text", "text", "text"]
     assert len(seen["urls"]) == 1
     assert seen["chunks"]
     assert seen["answer"]["answer"]
