@@ -265,14 +265,16 @@ def test_lists_show_state_reasons_and_sizes(page, site, admin_data):
 
 
 def test_document_actions_sit_on_one_row(page, site, admin_data):
-    """The document page's actions (edit, re-ingest, preview, history) line up
-    on one row, the Re-ingest button as tall as the links beside it."""
+    """The document page's actions (edit, replace file, re-ingest, preview,
+    history) line up on one row, the Re-ingest button as tall as the links
+    beside it."""
     page.set_viewport_size({"width": 1280, "height": 900})
     sign_in(page, site)
     page.goto(f"/admin/documents/document/{admin_data.handbook_id}/change/")
     tools = page.locator(".object-tools li > *")
     boxes = [tools.nth(index).bounding_box() for index in range(tools.count())]
-    assert len(boxes) == 4
+    assert len(boxes) == 5
+    assert "REPLACE FILE" in tools.all_inner_texts()  # CSS upper-cases them
     assert len({round(box["y"]) for box in boxes}) == 1
     assert len({round(box["height"]) for box in boxes}) == 1
 
