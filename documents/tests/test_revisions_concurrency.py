@@ -38,7 +38,8 @@ def _pdf(word: str, pages: int) -> ContentFile:
 
 def test_a_search_during_the_switch_sees_one_revision(make_channel, fake_embedder):
     """A search looping while a new revision is ingested gets passages of the
-    old revision or of the new one, never both; it searched while the switch
+    old revision or of the new one, never both (or, crossing the commit,
+    none); it searched while the switch
     was written but not committed (old ones then), and after it (new ones)."""
     channel = make_channel(retriever_top_k=20)
     document = create_document(
@@ -94,4 +95,9 @@ def test_a_search_during_the_switch_sees_one_revision(make_channel, fake_embedde
     assert result.revision == 2 and result.chunk_count == 4
     assert during_switch == [frozenset({"oldrev"})]
     assert seen[-1] == frozenset({"newrev"})
-    assert all(len(revisions) == 1 for revisions in seen), set(seen)
+    # Never both. A search whose legs ran before the commit and whose load ran
+    # after it finds the old chunks gone and comes back empty (its statements
+    # run in separate snapshots); that is not a mix, and is rare enough that a
+    # busy machine is needed to see it.
+    assert all(len(revisions) <= 1 for revisions in seen), set(seen)
+    assert sum(1 for revisions in seen if revisions) >= 2
