@@ -35,6 +35,10 @@ class Namespace(enum.IntEnum):
     INGESTION = 3
     # A task row a worker runs, held for the whole run (any task kind).
     TASK = 4
+    # A source's sync requests: one queued or running sync per source.
+    SOURCE_SYNC_QUEUE = 5
+    # A source's sync, held while a worker syncs it.
+    SOURCE_SYNC = 6
 
 
 def lock_key(namespace: Namespace, value: int | str) -> int:
@@ -65,12 +69,33 @@ def lease(namespace: Namespace, value: int | str) -> Iterator[None]:
     try:
         yield
     finally:
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
-        except Exception:
-            # A lost connection has released the lock already.
-            logger.warning("Could not release advisory lock %s %s", namespace, value)
+        _release(key)
+
+
+@contextmanager
+def try_lease(namespace: Namespace, value: int | str) -> Iterator[bool]:
+    """As `lease`, without waiting: the block gets True and holds the lock, or
+    False at once when another session holds it."""
+    key = lock_key(namespace, value)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        (acquired,) = cursor.fetchone()
+    if not acquired:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        _release(key)
+
+
+def _release(key: int) -> None:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+    except Exception:
+        # A lost connection has released the lock already.
+        logger.warning("Could not release advisory lock %#x", key)
 
 
 def try_xact_lock(namespace: Namespace, value: int | str) -> bool:

@@ -398,6 +398,29 @@ class Document(models.Model):
         related_name="+",
     )
 
+    # Provenance of a synced document (documents.services.sync): its source,
+    # its key there, the version marker it was last synced at, the public URL
+    # where the source has one (a web page) and the sync that last changed it.
+    # Deleting the source keeps its documents, as uploads.
+    source = models.ForeignKey(
+        "Source",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="documents",
+    )
+    source_key = models.CharField("key in source", max_length=1024, blank=True)
+    source_version = models.CharField(max_length=512, blank=True)
+    source_url = models.URLField("source URL", max_length=2048, blank=True)
+    source_sync = models.ForeignKey(
+        "SourceSync",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name="last changed by sync",
+    )
+
     objects = DocumentQuerySet.as_manager()
 
     class Meta:
@@ -405,6 +428,13 @@ class Document(models.Model):
         indexes = [
             models.Index(fields=["channel", "status"], name="document_channel_status"),
             GinIndex(fields=["metadata"], name="document_metadata_gin"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source", "source_key"],
+                condition=models.Q(source__isnull=False),
+                name="document_source_key_unique",
+            )
         ]
 
     def __str__(self) -> str:
@@ -719,6 +749,10 @@ class AuditEvent(models.Model):
         DOCUMENT_REINGEST = "document.reingest", "Document re-ingested"
         DOCUMENT_EDIT = "document.edit", "Title or metadata edited"
         DOCUMENT_REVISE = "document.revise", "New file (revision) given"
+        SOURCE_ADD = "source.add", "Source added"
+        SOURCE_CHANGE = "source.change", "Source changed"
+        SOURCE_DELETE = "source.delete", "Source deleted"
+        SOURCE_SYNC = "source.sync", "Source synced"
         CHANNEL_CREATE = "channel.create", "Channel created"
         CHANNEL_CHANGE = "channel.change", "Channel configuration changed"
         CHANNEL_ACCESS = "channel.access", "Channel readers or curators changed"
@@ -877,3 +911,129 @@ class AddressWindow(models.Model):
 
     def __str__(self) -> str:
         return f"{self.address}/{self.bucket}@{self.window_start:%H:%M}: {self.count}"
+
+
+class Source(models.Model):
+    """A place a channel's documents live (a folder on the server, an S3
+    bucket, a website), synced into the channel by documents.services.sync.
+
+    `config` is the kind's configuration (documents.sources), checked against
+    what the operator declared every time it is used; `metadata_map` maps a
+    channel field to the name of a value the source gives (identity when a
+    field is not mapped; "path:N" is the Nth folder of the entry's path).
+    """
+
+    class Kind(models.TextChoices):
+        FOLDER = "folder", "Folder on the server"
+        S3 = "s3", "S3-compatible bucket"
+        WEB = "web", "Website"
+
+    channel = models.ForeignKey(
+        Channel, on_delete=models.CASCADE, related_name="sources"
+    )
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    config = models.JSONField("configuration", default=dict)
+    metadata_map = models.JSONField("metadata mapping", default=dict, blank=True)
+    delete_removed = models.BooleanField(
+        "delete removed entries",
+        default=False,
+        help_text="Delete a document when its entry is gone from the source; "
+        "otherwise it stays in the channel.",
+    )
+    every_minutes = models.PositiveIntegerField(
+        "sync every (minutes)",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Empty: only when asked (Sync now, manage.py sync_source).",
+    )
+    enabled = models.BooleanField(default=True)
+    next_sync_at = models.DateTimeField("next scheduled sync", null=True, blank=True)
+    created_at = models.DateTimeField("added", auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["channel_id", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["channel", "name"], name="source_unique_name"
+            )
+        ]
+        indexes = [models.Index(fields=["next_sync_at"], name="source_next_sync")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SourceSync(models.Model):
+    """One sync of a source: its state while it runs (progress), then its
+    counts, duration and the reason of each entry that failed."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        LISTING = "listing", "Listing the source"
+        SYNCING = "syncing", "Syncing entries"
+        DONE = "done", "Done"
+        PARTIAL = "partial", "Done, listing cut short"
+        FAILED = "failed", "Failed"
+
+    ACTIVE = (Status.QUEUED, Status.LISTING, Status.SYNCING)
+
+    class Trigger(models.TextChoices):
+        ADMIN = "admin", "Sync now (admin)"
+        COMMAND = "command", "manage.py sync_source"
+        SCHEDULE = "schedule", "Schedule"
+        REST = "rest", "REST API"
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="syncs")
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.QUEUED
+    )
+    trigger = models.CharField(max_length=16, choices=Trigger.choices)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    actor = models.CharField("requested by", max_length=300, blank=True)
+    created_at = models.DateTimeField("requested", default=timezone.now)
+    started_at = models.DateTimeField("started", null=True, blank=True)
+    finished_at = models.DateTimeField("finished", null=True, blank=True)
+    # How many times a worker started it (more than one: resumed after a
+    # worker stopped).
+    attempts = models.PositiveSmallIntegerField(default=0)
+    listed = models.PositiveIntegerField("entries listed", default=0)
+    processed = models.PositiveIntegerField("entries done", default=0)
+    added = models.PositiveIntegerField(default=0)
+    revised = models.PositiveIntegerField(default=0)
+    unchanged = models.PositiveIntegerField(default=0)
+    removed = models.PositiveIntegerField(default=0)
+    kept = models.PositiveIntegerField(
+        "gone but kept",
+        default=0,
+        help_text="Entries gone from the source whose documents were kept.",
+    )
+    failed = models.PositiveIntegerField(default=0)
+    # [{"key": ..., "reason": ...}], the first SOURCE_SYNC_ERRORS_KEPT.
+    errors = models.JSONField(default=list, blank=True)
+    reason = models.TextField(
+        blank=True, help_text="Why the sync failed or its listing was cut short."
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["source", "status"], name="source_sync_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source} sync {self.pk}"

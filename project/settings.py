@@ -335,6 +335,14 @@ SOURCE_WEB_DELAY = env_float("SOURCE_WEB_DELAY", 1.0, minimum=0.0)
 SOURCE_WEB_TIMEOUT = env_float("SOURCE_WEB_TIMEOUT", 30.0, minimum=1.0)
 SOURCE_WEB_MAX_REDIRECTS = env_int("SOURCE_WEB_MAX_REDIRECTS", 5, minimum=0)
 SOURCE_WEB_USER_AGENT = env_str("SOURCE_WEB_USER_AGENT", "QuireBot/1.0")
+# A source's budget, checked before an entry is downloaded: documents it may
+# hold in its channel, and bytes of their current files.
+SOURCE_MAX_DOCUMENTS = env_int("SOURCE_MAX_DOCUMENTS", 10_000, minimum=1)
+SOURCE_MAX_BYTES = env_int("SOURCE_MAX_BYTES", 20 * 1024**3, minimum=1)
+# Failed entries a sync keeps with their reasons (the count has them all).
+SOURCE_SYNC_ERRORS_KEPT = env_int("SOURCE_SYNC_ERRORS_KEPT", 200, minimum=1)
+# Shortest schedule a source may have, in minutes.
+SOURCE_MIN_EVERY_MINUTES = env_int("SOURCE_MIN_EVERY_MINUTES", 5, minimum=1)
 
 # Limits that hold before work starts (documents.access, documents.limits).
 # Longest query a search or answer takes, in characters.

@@ -35,9 +35,15 @@ class Actor:
     address: str | None = None
     # The OAuth client acting for `user` (a sign-in token), by its name.
     client: str = ""
+    # The source a sync writes for (via "source"), by its name; `user` is who
+    # asked for the sync, if anyone did.
+    source: str = ""
 
     @property
     def label(self) -> str:
+        if self.source:
+            asked = f" (asked by {self.user.get_username()})" if self.user else ""
+            return f"source {self.source}{asked}"
         if self.api_key is not None:
             return f"key {self.api_key.prefix}… ({self.api_key.name})"
         if self.user is not None and self.client:

@@ -59,6 +59,7 @@ def create_document(
     metadata: dict | None = None,
     content_type: str | None = None,
     enqueue: bool = True,
+    provenance: dict | None = None,
 ) -> Document:
     """Validate and store an uploaded file as a pending document of `channel`.
 
@@ -78,7 +79,8 @@ def create_document(
     ingestion finds a better one. With `enqueue` (the default)
     ingest_document_task is queued when the transaction commits; pass False to
     ingest synchronously with services.ingestion.ingest_document(). The upload
-    is recorded in the audit trail as `actor`'s.
+    is recorded in the audit trail as `actor`'s. A sync passes the document's
+    `provenance` (its Source fields: source, source_key, ...), saved with it.
     """
     if not isinstance(file, File):
         file = File(file)
@@ -107,6 +109,7 @@ def create_document(
         status=Status.PENDING,
         created_by=actor.user,
         created_by_key=actor.api_key,
+        **(provenance or {}),
     )
     with transaction.atomic():
         # Uploads of one file at the same moment queue here, so one of them wins.

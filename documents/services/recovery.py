@@ -10,14 +10,17 @@ dies, so "RUNNING but its lease is free" means nobody is working on it any more.
 `requeue_interrupted_tasks` marks those rows failed (`WorkerDied`) and queues
 their work again: an ingestion through the ingestion queue, with its document
 put back to pending (or ready, still re-ingesting later); any other task as the
-same task with the same arguments (every task is safe to run again). A graceful
-stop that cannot finish its task in time hands it back the same way
-(`hand_back`).
+same task with the same arguments (every task is safe to run again: a source's
+sync resumes). A graceful stop that cannot finish its task in time hands it
+back the same way (`hand_back`). A sync left active with no task to run it (its
+`manage.py sync_source` was killed) is failed with the reason
+(`fail_orphaned_syncs`).
 """
 
 import logging
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
+from datetime import timedelta
 from functools import partial
 
 from django.db import transaction
@@ -26,8 +29,9 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from documents import locks
-from documents.models import Document
-from documents.services.queue import INGEST_TASK_PATH, enqueue_ingestion
+from documents.models import Document, SourceSync
+from documents.services.queue import IN_FLIGHT, INGEST_TASK_PATH, enqueue_ingestion
+from documents.source_tasks import sync_source_task
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +39,12 @@ WORKER_DIED = "The worker running this task stopped (killed or crashed); requeue
 WORKER_STOPPED = (
     "The worker was stopped before this task finished (WORKER_STOP_TIMEOUT); requeued."
 )
+SYNC_ORPHANED = (
+    "The process running this sync stopped before it finished, and no worker "
+    "was left to resume it; entries it synced are kept. Sync again to finish."
+)
+# A sync queued this long ago with no task row for it lost its task.
+SYNC_QUEUE_GRACE = timedelta(minutes=1)
 
 
 class WorkerDied(Exception):
@@ -62,6 +72,8 @@ def still_running(row: DBTaskResult) -> bool:
 
 
 def _document_of(row: DBTaskResult) -> int | None:
+    """The first argument of a task row when it is an id (a document's, or a
+    sync's for a sync task)."""
     args = (row.args_kwargs or {}).get("args") or []
     return args[0] if args and isinstance(args[0], int) else None
 
@@ -103,6 +115,7 @@ def requeue_interrupted_tasks() -> list[str]:
         f"ingest({document_id})"
         for document_id in requeue_interrupted_ingestions(also=documents)
     ]
+    fail_orphaned_syncs()
     if requeued:
         logger.warning("Requeued interrupted tasks: %s", requeued)
     return requeued
@@ -131,6 +144,40 @@ def requeue_interrupted_ingestions(*, also: Iterable[int] = ()) -> list[int]:
         for document_id in sorted(candidates)
         if _put_back(document_id, orphaned=document_id in orphaned)
     ]
+
+
+def fail_orphaned_syncs(now=None) -> list[int]:
+    """Fail every active sync nobody runs and no task will: no queued or
+    running task row names it and its source's sync lease is free (a queued
+    one only after SYNC_QUEUE_GRACE, the moment between its row and its task
+    row). Returns their ids."""
+    now = now or timezone.now()
+    in_flight = {
+        _document_of(row)
+        for row in DBTaskResult.objects.filter(
+            task_path=sync_source_task.module_path, status__in=IN_FLIGHT
+        )
+    }
+    failed = []
+    for sync in SourceSync.objects.filter(status__in=SourceSync.ACTIVE):
+        if sync.pk in in_flight:
+            continue
+        if sync.status == SourceSync.Status.QUEUED and (
+            sync.created_at > now - SYNC_QUEUE_GRACE
+        ):
+            continue
+        with transaction.atomic():
+            if not locks.try_xact_lock(locks.Namespace.SOURCE_SYNC, sync.source_id):
+                continue
+            if SourceSync.objects.filter(
+                pk=sync.pk, status__in=SourceSync.ACTIVE
+            ).update(
+                status=SourceSync.Status.FAILED, finished_at=now, reason=SYNC_ORPHANED
+            ):
+                failed.append(sync.pk)
+    if failed:
+        logger.warning("Failed orphaned syncs: %s", failed)
+    return failed
 
 
 def hand_back(row: DBTaskResult) -> str:

@@ -99,6 +99,19 @@ class Source(ABC):
         """Build the source from a stored configuration, checking it against
         what the operator declared in settings; raise SourceConfigError."""
 
+    @classmethod
+    @abstractmethod
+    def config_for(cls, location: str, **options: Any) -> dict[str, Any]:
+        """The configuration a person's one-line location gives (a path, a
+        bucket and prefix, a URL), with the kind's options; checked later by
+        from_config."""
+
+    @staticmethod
+    @abstractmethod
+    def location_of(config: Mapping[str, Any]) -> str:
+        """The configuration as the one line a person reads (config_for's
+        inverse)."""
+
     @abstractmethod
     def list(self, known: Mapping[str, str] | None = None) -> Iterator[Entry | Skipped]:
         """Every entry, or SourceError if the listing is cut short.

@@ -78,6 +78,14 @@ class FolderSource(Source):
             recursive=bool(config.get("recursive", True)),
         )
 
+    @classmethod
+    def config_for(cls, location: str, **options: Any) -> dict[str, Any]:
+        return {"path": location.strip()}
+
+    @staticmethod
+    def location_of(config: Mapping[str, Any]) -> str:
+        return str(config.get("path", ""))
+
     def list(self, known: Mapping[str, str] | None = None) -> Iterator[Entry | Skipped]:
         root_id = self._root_identity()
         pending = [self.root]

@@ -112,6 +112,21 @@ class S3Source(Source):
             max_bytes=max_bytes,
         )
 
+    @classmethod
+    def config_for(cls, location: str, **options: Any) -> dict[str, Any]:
+        """``bucket/prefix`` (or ``s3://bucket/prefix``) in the store
+        ``options["store"]``, by default the only store declared."""
+        store = options.get("store") or ""
+        if not store and len(settings.SOURCE_S3_STORES) == 1:
+            (store,) = settings.SOURCE_S3_STORES
+        bucket, _, prefix = location.strip().removeprefix("s3://").partition("/")
+        return {"store": store, "bucket": bucket, "prefix": prefix}
+
+    @staticmethod
+    def location_of(config: Mapping[str, Any]) -> str:
+        where = f"s3://{config.get('bucket', '')}/{config.get('prefix', '')}"
+        return f"{where} in {config.get('store', '')}"
+
     def list(self, known: Mapping[str, str] | None = None) -> Iterator[Entry | Skipped]:
         known = known or {}
         # Keys arrive in lexicographic order and "k" < "k.meta.json", but other

@@ -4,7 +4,8 @@ left behind.
 
 Takes every db_worker option. At start, and then every --recovery-interval
 seconds, tasks of any kind whose worker died are queued again
-(documents.services.recovery). A stop (SIGTERM, SIGINT) lets the running task
+(documents.services.recovery), and the sources whose schedule is due get a
+sync queued (documents.services.sources). A stop (SIGTERM, SIGINT) lets the running task
 finish for up to WORKER_STOP_TIMEOUT seconds, then hands it back to the queue
 (documents.worker).
 
@@ -24,6 +25,7 @@ from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
 from documents.services.recovery import requeue_interrupted_tasks
+from documents.services.sources import enqueue_due_syncs
 from documents.worker import LeasedWorker
 
 
@@ -39,7 +41,8 @@ class Command(DbWorkerCommand):
             "--recovery-interval",
             type=float,
             default=60.0,
-            help="Seconds between checks for interrupted tasks (0: at start only).",
+            help="Seconds between checks for interrupted tasks and due source "
+            "syncs (0: at start only).",
         )
 
     def handle(
@@ -94,6 +97,10 @@ class Command(DbWorkerCommand):
         requeued = requeue_interrupted_tasks()
         if requeued:
             self.stdout.write(f"Requeued interrupted tasks: {', '.join(requeued)}")
+        due = enqueue_due_syncs()
+        if due:
+            names = ", ".join(sync.source.name for sync in due)
+            self.stdout.write(f"Queued scheduled syncs: {names}")
 
     def _recover_every(self, interval: float) -> None:
         while True:

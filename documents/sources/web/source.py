@@ -140,6 +140,18 @@ class WebSource(Source):
             raise SourceConfigError(f"{name} is a positive whole number.")
         return min(value, ceiling)
 
+    @classmethod
+    def config_for(cls, location: str, **options: Any) -> dict[str, Any]:
+        """A start page or a sitemap URL; ``max_pages`` if given."""
+        config: dict[str, Any] = {"url": location.strip()}
+        if options.get("max_pages"):
+            config["max_pages"] = options["max_pages"]
+        return config
+
+    @staticmethod
+    def location_of(config: Mapping[str, Any]) -> str:
+        return str(config.get("url", ""))
+
     def list(self, known: Mapping[str, str] | None = None) -> Iterator[Entry | Skipped]:
         self.close()
         self.spool = tempfile.TemporaryDirectory(prefix="quire-web-")
