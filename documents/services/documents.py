@@ -230,11 +230,7 @@ def reingest_document(*, document: Document, actor: Actor) -> None:
     current version until the new one replaces it. An ingestion already queued
     or running is not queued twice."""
     with transaction.atomic():
-        if document.status not in (Status.READY, Status.PROCESSING):
-            Document.objects.filter(pk=document.pk).update(
-                status=Status.PENDING, status_reason="", updated_at=timezone.now()
-            )
-            document.status, document.status_reason = Status.PENDING, ""
+        back_to_pending(document)
         audit.record(
             audit.Action.DOCUMENT_REINGEST,
             actor=actor,
@@ -242,6 +238,18 @@ def reingest_document(*, document: Document, actor: Actor) -> None:
             target=document,
         )
         transaction.on_commit(partial(enqueue_ingestion, document.pk), robust=True)
+
+
+def back_to_pending(document: Document) -> None:
+    """Before queueing a document's ingestion again (re-ingest, a new
+    revision): a document that failed or waits goes back to pending with no
+    reason; a ready one stays ready (searchable) and a processing one is left
+    to its worker."""
+    if document.status not in (Status.READY, Status.PROCESSING):
+        Document.objects.filter(pk=document.pk).update(
+            status=Status.PENDING, status_reason="", updated_at=timezone.now()
+        )
+        document.status, document.status_reason = Status.PENDING, ""
 
 
 def delete_document(*, document: Document, actor: Actor) -> None:

@@ -20,10 +20,8 @@ from documents.access import Actor, audit
 from documents.ingestion.files import sha256_of
 from documents.limits import clip
 from documents.models import Document, DocumentRevision
-from documents.services.documents import check_file, storing_failed
+from documents.services.documents import back_to_pending, check_file, storing_failed
 from documents.services.queue import enqueue_ingestion
-
-Status = Document.Status
 
 
 def replace_document_file(
@@ -88,11 +86,11 @@ def replace_document_file(
             raise storing_failed(name, exc) from exc
         try:
             revision.save()
-            if locked.status not in (Status.READY, Status.PROCESSING):
-                Document.objects.filter(pk=locked.pk).update(
-                    status=Status.PENDING, status_reason="", updated_at=timezone.now()
-                )
-                document.status, document.status_reason = Status.PENDING, ""
+            back_to_pending(locked)
+            document.status, document.status_reason = (
+                locked.status,
+                locked.status_reason,
+            )
             audit.record(
                 audit.Action.DOCUMENT_REVISE,
                 actor=actor,
