@@ -3,7 +3,7 @@ names the client, the channel and the scope before any token is issued."""
 
 import json
 from dataclasses import replace
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.conf import settings
 from django.contrib import admin
@@ -116,6 +116,18 @@ class ConsentView(RefuseNul, AuthorizationView):
         except consent.ConsentFirst:
             return self.render_to_response(self.get_context_data(**self.oauth2_data))
 
+    def _consent_required(self) -> HttpResponse:
+        """OpenID Connect's prompt=none: the consent page may not be shown, and
+        Quire never issues a code without it, so the client hears
+        `consent_required` at its redirect URI (validated by the library
+        before the page is rendered)."""
+        data = self.oauth2_data
+        application = get_application_model().objects.get(client_id=data["client_id"])
+        answer = {"error": "consent_required"}
+        if data.get("state"):
+            answer["state"] = data["state"]
+        return self.redirect(with_query(data["redirect_uri"], answer), application)
+
     def post(self, request, *args, **kwargs):
         self.target = requested_target(
             request,
@@ -177,6 +189,11 @@ class ConsentView(RefuseNul, AuthorizationView):
         return context
 
     def render_to_response(self, context, **kwargs):
+        if (
+            self.request.method == "GET"
+            and "none" in (self.request.GET.get("prompt") or "").split()
+        ):
+            return self._consent_required()
         response = super().render_to_response(context, **kwargs)
         redirect_uri = self.oauth2_data.get("redirect_uri") if self.oauth2_data else ""
         if redirect_uri:
@@ -187,6 +204,12 @@ class ConsentView(RefuseNul, AuthorizationView):
                 "form-action": [CSP.SELF, _origin(redirect_uri)],
             }
         return response
+
+
+def with_query(uri: str, values: dict[str, str]) -> str:
+    parts = urlsplit(uri)
+    query = parse_qsl(parts.query, keep_blank_values=True) + list(values.items())
+    return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 def _oauth_error(error: str, description: str, status: int = 400) -> JsonResponse:

@@ -47,14 +47,7 @@ def grant_scopes(slug: str) -> list[str]:
     return SignInGrant.objects.get(channel__slug=slug, revoked_at=None).scopes
 
 
-@pytest.mark.parametrize(
-    "extra",
-    [
-        {"approval_prompt": "auto"},
-        {"prompt": "none"},
-        {"approval_prompt": "auto", "prompt": "none"},
-    ],
-)
+@pytest.mark.parametrize("extra", [{"approval_prompt": "auto"}, {}])
 def test_no_code_without_the_consent_page(client, admin_with_grants, extra):
     """The request that used to get a `read write` code for `demo` straight
     away (approval_prompt=auto, the admin holding tokens of the client) now
@@ -141,6 +134,40 @@ def test_no_grant_when_the_authorization_fails(client, channels, reader):
     )
     assert elsewhere.status_code == 400
     assert not SignInGrant.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "extra", [{"prompt": "none"}, {"approval_prompt": "auto", "prompt": "none"}]
+)
+def test_prompt_none_hears_consent_required_and_gets_no_code(
+    client, admin_with_grants, extra
+):
+    """prompt=none forbids the page and Quire issues no code without it, even
+    to a person who approved the client before: the client is told
+    consent_required (with its state and iss), and nothing is granted."""
+    app, _, _ = admin_with_grants
+    _, challenge = pkce()
+    answer = client.get(
+        "/oauth/authorize/",
+        {
+            "response_type": "code",
+            "client_id": app["client_id"],
+            "redirect_uri": REDIRECT,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "state": "s5",
+            "scope": "read",
+            "resource": f"{BASE}/mcp/demo",
+            **extra,
+        },
+    )
+    assert answer.status_code == 302
+    location = urlsplit(answer["Location"])
+    assert f"{location.scheme}://{location.netloc}{location.path}" == REDIRECT
+    query = parse_qs(location.query)
+    assert query["error"] == ["consent_required"] and "code" not in query
+    assert query["state"] == ["s5"] and query["iss"] == [BASE]
+    assert grant_scopes("demo") == ["read"]
 
 
 def test_cancel_grants_nothing_is_audited_and_redirects_with_iss(
