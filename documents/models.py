@@ -11,7 +11,7 @@ from django.db import models
 from django.utils import timezone
 from pgvector.django import HnswIndex, SparseVectorField, VectorField
 
-from documents.querysets import ChunkQuerySet, DocumentQuerySet
+from documents.querysets import ChunkQuerySet, DocumentQuerySet, WorkerHeartbeatQuerySet
 from documents.tool_switches import ToolSwitch, switch_catalogue
 
 EMBEDDING_DIMENSIONS = 384
@@ -1037,3 +1037,20 @@ class SourceSync(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source} sync {self.pk}"
+
+
+class WorkerHeartbeat(models.Model):
+    """An ingestion worker's sign of life, written every WORKER_HEARTBEAT_SECONDS
+    by `manage.py ingest_worker` on any machine: /readyz and the metrics tell
+    from it whether anything is taking tasks."""
+
+    worker_id = models.CharField(max_length=64, unique=True)
+    hostname = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    seen_at = models.DateTimeField(db_index=True)
+
+    objects = WorkerHeartbeatQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"{self.hostname}:{self.pid}"

@@ -6,7 +6,11 @@ from documents: a metadata filter is applied with
 search and the listing do.
 """
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class DocumentQuerySet(models.QuerySet):
@@ -20,3 +24,12 @@ class DocumentQuerySet(models.QuerySet):
 class ChunkQuerySet(models.QuerySet):
     def for_channel(self, channel):
         return self.filter(channel=channel)
+
+
+class WorkerHeartbeatQuerySet(models.QuerySet):
+    def recent(self, now=None):
+        """Workers seen within WORKER_SEEN_SECONDS of `now`."""
+        since = (now or timezone.now()) - timedelta(
+            seconds=settings.WORKER_SEEN_SECONDS
+        )
+        return self.filter(seen_at__gte=since)

@@ -29,6 +29,7 @@ from documents.access import (
     client_address,
     credential_from,
 )
+from documents.telemetry import metrics
 from mcp_endpoint import auth, protocol
 from mcp_endpoint.protocol.errors import (
     BODY_TOO_LARGE,
@@ -39,6 +40,8 @@ from mcp_endpoint.protocol.errors import (
     RATE_LIMITED,
     UNAUTHORIZED,
 )
+from mcp_endpoint.protocol.methods import METHODS
+from mcp_endpoint.registry import registry
 
 logger = logging.getLogger("mcp_endpoint")
 
@@ -81,16 +84,26 @@ def _sse_frame(message: dict) -> bytes:
 
 
 class CallLog:
-    """One log line per call: channel, key, method, tool, status, outcome, duration."""
+    """One log line per call: channel, key, method, tool, status, outcome,
+    duration; and the call counted in the metrics (documents.telemetry)."""
 
     def __init__(self, channel: str):
         self.started = time.monotonic()
         self.channel = channel
+        self.channel_exists = False  # an unknown slug is no metric label
         self.key = ""  # the stored prefix, never the key
         self.method = ""
         self.tool = ""
 
     def write(self, status: int, outcome: str) -> None:
+        seconds = time.monotonic() - self.started
+        metrics.observe_call(
+            method=metrics.bounded(self.method, METHODS, empty="-"),
+            tool=metrics.bounded(self.tool, registry.tool_names(), empty="-"),
+            channel=self.channel if self.channel_exists else metrics.NO_CHANNEL,
+            outcome=outcome,
+            seconds=seconds,
+        )
         logger.info(
             "mcp channel=%s key=%s method=%s tool=%s status=%s outcome=%s "
             "duration_ms=%.1f",
@@ -100,7 +113,7 @@ class CallLog:
             self.tool or "-",
             status,
             outcome,
-            (time.monotonic() - self.started) * 1000,
+            seconds * 1000,
         )
 
 
@@ -190,6 +203,7 @@ async def _serve(
             return early, early.quire_outcome
         caller = early
     log.key = caller.log_label
+    log.channel_exists = True
 
     limit = settings.MCP_MAX_BODY_BYTES
 

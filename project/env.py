@@ -4,6 +4,7 @@ Each reader fails fast with ImproperlyConfigured naming the variable and the val
 so a typo in deployment stops start-up instead of silently falling back.
 """
 
+import ipaddress
 import json
 import os
 from urllib.parse import urlsplit
@@ -61,6 +62,20 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return list(default)
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_networks(name: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """Comma-separated addresses or networks (10.0.0.0/8, ::1); none by
+    default."""
+    networks = []
+    for item in env_list(name, []):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name}: {item!r} is not an IP address or network."
+            ) from None
+    return networks
 
 
 def env_choice(name: str, default: str, choices: list[str]) -> str:

@@ -19,6 +19,7 @@ from project.env import (
     env_folders,
     env_int,
     env_list,
+    env_networks,
     env_s3_stores,
     env_str,
 )
@@ -343,6 +344,14 @@ SOURCE_MAX_BYTES = env_int("SOURCE_MAX_BYTES", 20 * 1024**3, minimum=1)
 SOURCE_SYNC_ERRORS_KEPT = env_int("SOURCE_SYNC_ERRORS_KEPT", 200, minimum=1)
 # Shortest schedule a source may have, in minutes.
 SOURCE_MIN_EVERY_MINUTES = env_int("SOURCE_MIN_EVERY_MINUTES", 5, minimum=1)
+
+# Operations: a worker's heartbeat, and how recent one must be for /readyz;
+# who may read /metrics (addresses or networks, and/or a bearer token; neither:
+# /metrics answers 404).
+WORKER_HEARTBEAT_SECONDS = env_float("WORKER_HEARTBEAT_SECONDS", 15.0, minimum=1.0)
+WORKER_SEEN_SECONDS = env_float("WORKER_SEEN_SECONDS", 60.0, minimum=5.0)
+METRICS_ALLOWED_ADDRESSES = env_networks("METRICS_ALLOWED_ADDRESSES")
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 
 # Limits that hold before work starts (documents.access, documents.limits).
 # Longest query a search or answer takes, in characters.

@@ -2,13 +2,16 @@ from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 
-from project import views
+from project import health, views
 from project.api import api
 from signin.urls import oauth_patterns
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("favicon.ico", views.favicon, name="favicon"),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("metrics", health.metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("playground/", include("playground.urls")),

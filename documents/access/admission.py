@@ -26,6 +26,7 @@ from documents.access.windows import (
     clear_old_windows,
 )
 from documents.models import AddressWindow, ApiKey, Channel, RateLimitWindow
+from documents.telemetry import metrics
 
 
 def _columns(model, alias: str) -> str:
@@ -109,6 +110,29 @@ def admit(
     (documents.access.tokens), accepted only for `resource`, the channel's MCP
     URL it was issued for.
     """
+    try:
+        return _admit(
+            channel_slug,
+            raw_key,
+            scope=scope,
+            via=via,
+            address=address,
+            resource=resource,
+        )
+    except AccessDenied as refusal:
+        metrics.observe_refusal(door=via, status=refusal.status, error=refusal.error)
+        raise
+
+
+def _admit(
+    channel_slug: str | None,
+    raw_key: str | None,
+    *,
+    scope: str = Scope.READ,
+    via: str,
+    address: str = "",
+    resource: str | None = None,
+) -> Caller:
     if raw_key and not raw_key.startswith(KEY_PREFIX):
         return admit_token(
             channel_slug,

@@ -171,6 +171,10 @@ class Registry:
             tool for tool in self._items(Tool, channel) if tool.enabled_for(channel)
         ]
 
+    def tool_names(self) -> frozenset[str]:
+        """Every tool registered, for any channel (bounding metric labels)."""
+        return frozenset(e.item.name for e in self._entries if isinstance(e.item, Tool))
+
     def tool(self, channel: Channel, name: Any) -> Tool | None:
         return next((t for t in self.tools(channel) if t.name == name), None)
 

@@ -5,7 +5,9 @@ left behind.
 Takes every db_worker option. At start, and then every --recovery-interval
 seconds, tasks of any kind whose worker died are queued again
 (documents.services.recovery), and the sources whose schedule is due get a
-sync queued (documents.services.sources). A stop (SIGTERM, SIGINT) lets the running task
+sync queued (documents.services.sources). Every WORKER_HEARTBEAT_SECONDS the
+worker records that it is alive (documents.services.workers), which /readyz
+and the metrics read. A stop (SIGTERM, SIGINT) lets the running task
 finish for up to WORKER_STOP_TIMEOUT seconds, then hands it back to the queue
 (documents.worker).
 
@@ -21,9 +23,11 @@ import time
 from django.conf import settings
 from django.core.management.base import CommandError
 from django.db import close_old_connections, connection
+from django.utils import timezone
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
+from documents.services import workers
 from documents.services.recovery import requeue_interrupted_tasks
 from documents.services.sources import enqueue_due_syncs
 from documents.worker import LeasedWorker
@@ -74,6 +78,12 @@ class Command(DbWorkerCommand):
                 name="task-recovery",
                 daemon=True,
             ).start()
+        threading.Thread(
+            target=self._beat_every,
+            args=(worker_id, settings.WORKER_HEARTBEAT_SECONDS),
+            name="heartbeat",
+            daemon=True,
+        ).start()
         self.worker = LeasedWorker(
             stop_timeout=settings.WORKER_STOP_TIMEOUT,
             queue_names=queue_name.split(","),
@@ -85,13 +95,19 @@ class Command(DbWorkerCommand):
             max_tasks=max_tasks,
             worker_id=worker_id,
         )
-        if reload and not batch:
-            if os.environ.get(DJANGO_AUTORELOAD_ENV) == "true":
+        try:
+            if reload and not batch:
+                if os.environ.get(DJANGO_AUTORELOAD_ENV) == "true":
+                    self.worker.configure_signals()
+                run_with_reloader(self.worker.run)
+            else:
                 self.worker.configure_signals()
-            run_with_reloader(self.worker.run)
-        else:
-            self.worker.configure_signals()
-            self.worker.run()
+                self.worker.run()
+        finally:
+            try:
+                workers.stopped(worker_id)
+            except Exception as exc:  # the database may be gone already
+                self.stderr.write(f"Could not record the stop: {exc}")
 
     def _recover(self) -> None:
         requeued = requeue_interrupted_tasks()
@@ -101,6 +117,17 @@ class Command(DbWorkerCommand):
         if due:
             names = ", ".join(sync.source.name for sync in due)
             self.stdout.write(f"Queued scheduled syncs: {names}")
+
+    def _beat_every(self, worker_id: str, interval: float) -> None:
+        started_at = timezone.now()
+        while True:
+            try:
+                workers.beat(worker_id, started_at=started_at)
+            except Exception as exc:  # the database may be restarting; try later
+                self.stderr.write(f"Heartbeat failed: {exc}")
+            finally:
+                connection.close()  # this thread's own connection
+            time.sleep(interval)
 
     def _recover_every(self, interval: float) -> None:
         while True:

@@ -1,0 +1,2 @@
+"""What an operator watches Quire with: Prometheus metrics (metrics) and the
+readiness checks behind /readyz (readiness)."""
