@@ -48,6 +48,7 @@ logger = logging.getLogger("mcp_endpoint")
 SSE_PING_SECONDS = 15
 # Where project.asgi leaves the caller it admitted before reading the body.
 ADMISSION_KEY = "quire.admission"
+ADMISSION_TIMES_KEY = "quire.admission_ns"
 RETRY_SECONDS = "5"
 
 
@@ -89,6 +90,7 @@ class CallLog:
 
     def __init__(self, channel: str):
         self.started = time.monotonic()
+        self.started_ns = time.time_ns()
         self.channel = channel
         self.channel_exists = False  # an unknown slug is no metric label
         self.key = ""  # the stored prefix, never the key
@@ -155,6 +157,7 @@ async def check_before_body(
         response = HttpResponse(status=405)
         response["Allow"] = "POST"
         return _outcome(response, "method refused")
+    admission_started = time.time_ns()
     try:
         caller = await aadmit(
             channel_slug,
@@ -163,6 +166,8 @@ async def check_before_body(
             address=client_address(request),
             resource=auth.resource_url(request, channel_slug),
         )
+        if hasattr(request, "scope"):  # for the request's trace span
+            request.scope[ADMISSION_TIMES_KEY] = (admission_started, time.time_ns())
     except AccessDenied as exc:
         outcome = "rate limited" if exc.status == 429 else f"key refused ({exc.status})"
         return _outcome(refusal_for(exc, request, channel_slug), outcome)
@@ -232,11 +237,16 @@ async def _serve(
     if len(body) > limit:
         return too_large()
 
+    admission_ns = getattr(request, "scope", {}).get(ADMISSION_TIMES_KEY)
     call = dict(
         raw_headers=_raw_headers(request),
         channel=caller.channel,
         caller=caller,
         base_url=request.build_absolute_uri("/").rstrip("/"),
+        started_ns=min(log.started_ns, admission_ns[0])
+        if admission_ns
+        else log.started_ns,
+        admission_ns=admission_ns,
     )
     if "text/event-stream" not in accept.lower():
         reply = await protocol.handle_post(body, **call)

@@ -5,6 +5,8 @@ itself, from the apps' static folders, so a single uvicorn process is a working
 site; a deployment behind a proxy or CDN may serve STATIC_ROOT instead after
 `manage.py collectstatic`. Requests are checked before their bodies are read
 (project.prechecks), and keys never reach the access log (project.logs).
+Traces are exported when the OTEL_* variables ask for them
+(documents.telemetry.tracing).
 """
 
 import os
@@ -15,12 +17,14 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 django.setup(set_prefix=False)
 
+from documents.telemetry import tracing  # noqa: E402
 from project.body_limit import BodyLimitMiddleware  # noqa: E402
 from project.logs import redact_access_log  # noqa: E402
 from project.prechecks import QuireASGIHandler  # noqa: E402
 from project.request_threads import ReusedRequestThreads  # noqa: E402
 
 redact_access_log()
+tracing.configure_from_environment()
 application = ReusedRequestThreads(
     BodyLimitMiddleware(ASGIStaticFilesHandler(QuireASGIHandler()))
 )

@@ -13,7 +13,8 @@ from documents.generation.chat import ChatGenerator
 from documents.generation.extractive import ExtractiveGenerator
 from documents.ingestion import embeddings
 from documents.models import Channel
-from documents.search.service import retrieve_chunks
+from documents.search.service import embed_query, retrieve_chunks
+from documents.telemetry import tracing
 
 CACHE_SECONDS = 24 * 60 * 60
 _question_threads = ThreadPoolExecutor(thread_name_prefix="embed-question")
@@ -111,11 +112,15 @@ def answer_question(
     # Asked for together with retrieval's own, so the query embedder runs the
     # two as one batch (QueryBatcher) rather than one after the other.
     embedder = embeddings.get_embedder()
-    question = _question_threads.submit(embedder.embed_query, query)
+    question = _question_threads.submit(
+        tracing.in_context(embed_query), embedder, query
+    )
     chunks = evidence_chunks(
         channel, query, document_ids=document_ids, metadata_filter=metadata_filter
     )
     vector = np.asarray(question.result(), dtype=np.float32)
-    answer = get_generator(channel).generate(query, chunks, query_vector=vector)
+    generator = get_generator(channel)
+    with tracing.span("answer", **{"quire.generator": channel.generator_kind}):
+        answer = generator.generate(query, chunks, query_vector=vector)
     cache.set(key, answer.to_cache(), CACHE_SECONDS)
     return answer

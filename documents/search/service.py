@@ -13,6 +13,7 @@ from documents.regions import add_passage_regions
 from documents.results import RetrievedChunk
 from documents.search.fusion import reciprocal_rank_fusion
 from documents.search.legs import Scope, keyword_leg, vector_leg
+from documents.telemetry import tracing
 
 # Query embeddings are computed here while the keyword leg runs in PostgreSQL:
 # the two don't depend on each other, so a hybrid search waits for the longer
@@ -43,7 +44,9 @@ def retrieve_chunks(
     if query and mode in (Channel.RetrieverMode.VECTOR, Channel.RetrieverMode.HYBRID):
         # The slowest step, started first: it runs while the rest is prepared.
         embedder = embeddings.get_embedder()
-        vector = _embedding_threads.submit(embedder.embed_query, query)
+        vector = _embedding_threads.submit(
+            tracing.in_context(embed_query), embedder, query
+        )
     documents = Document.objects.for_channel(channel).ready()
     if document_ids:
         documents = documents.filter(id__in=list(document_ids))
@@ -58,11 +61,14 @@ def retrieve_chunks(
     rankings: list[list[tuple[int, float]]] = []
     scope = Scope(channel, documents, restricted)
     if mode in (Channel.RetrieverMode.KEYWORD, Channel.RetrieverMode.HYBRID):
-        rankings.append(keyword_leg(scope, query, candidates))
+        with tracing.span("search keyword", **{"quire.candidates": candidates}):
+            rankings.append(keyword_leg(scope, query, candidates))
     if mode in (Channel.RetrieverMode.VECTOR, Channel.RetrieverMode.HYBRID):
-        rankings.append(
-            vector_leg(scope, vector.result(), embedder.model_name, candidates)
-        )
+        query_vector = vector.result()
+        with tracing.span("search vector", **{"quire.candidates": candidates}):
+            rankings.append(
+                vector_leg(scope, query_vector, embedder.model_name, candidates)
+            )
     if len(rankings) == 1:
         ranked = rankings[0][:limit]
     else:
@@ -72,6 +78,12 @@ def retrieve_chunks(
         )
         ranked = fused[:limit]
     return _load(channel, ranked)
+
+
+def embed_query(embedder: embeddings.Embedder, query: str) -> list[float]:
+    """The query's vector, as a span of the request's trace."""
+    with tracing.span("embedding", **{"gen_ai.operation.name": "embeddings"}):
+        return embedder.embed_query(query)
 
 
 def retrieve_passages(channel: Channel, query: str, **options) -> list[RetrievedChunk]:

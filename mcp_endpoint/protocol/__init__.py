@@ -16,6 +16,7 @@ from django.db import InterfaceError, OperationalError
 from documents.access import Caller
 from documents.limits import TooComplex, parse_json
 from documents.models import Channel
+from documents.telemetry import tracing
 from mcp_endpoint.protocol.eras import (
     LATEST_LEGACY_VERSION,
     META_LOG_LEVEL,
@@ -87,9 +88,14 @@ async def handle_post(
     caller: Caller,
     base_url: str,
     emit: Callable[[dict], Awaitable[None]] | None = None,
+    started_ns: int | None = None,
+    admission_ns: tuple[int, int] | None = None,
 ) -> Reply:
     """Answer one POSTed JSON-RPC message from `caller` (admitted to `channel`
-    by the transport, or the playground's signed-in person). Never raises."""
+    by the transport, or the playground's signed-in person). Never raises.
+
+    With traces on (documents.telemetry.tracing), a request is one span from
+    `started_ns`, its admission (`admission_ns`, start and end) a child."""
     call = {"channel": channel, "caller": caller, "base_url": base_url}
     try:
         message = parse_json(body, what="The message")
@@ -131,6 +137,33 @@ async def handle_post(
         return error_reply(None, invalid, status=400, method=method)
 
     tool_name = params.get("name", "") if method == "tools/call" else ""
+    with tracing.mcp_span(
+        method=method,
+        tool=tool_name if isinstance(tool_name, str) else "",
+        meta=params.get("_meta"),
+        attributes={"jsonrpc.request.id": str(request_id), "mcp.era": era},
+        started_ns=started_ns,
+        admission_ns=admission_ns,
+    ) as span:
+        reply = await _answer(message, era, raw_headers, call, emit)
+        if reply.outcome != "ok":
+            tracing.failed(span, reply.outcome)
+        return reply
+
+
+async def _answer(
+    message: dict,
+    era: str,
+    raw_headers: list[tuple[str, str]],
+    call: dict,
+    emit: Callable[[dict], Awaitable[None]] | None,
+) -> Reply:
+    """The reply to one request, whose envelope handle_post has checked."""
+    method, request_id = message["method"], message["id"]
+    params = message.get("params") or {}
+    tool_name = params.get("name", "") if method == "tools/call" else ""
+    headers = dict(raw_headers)
+    channel = call["channel"]
     try:
         version = headers.get("mcp-protocol-version") or "2025-03-26"
         client_capabilities: dict = {}
