@@ -71,7 +71,8 @@ class DocumentMetadata(ResourceTemplate):
     """The stored metadata of documents, as one JSON object keyed by document id,
     each with the document's `revision`, `revised_at`, `source` (the name of
     the source it is synced from, or null) and `source_url` (its public
-    address there, or null).
+    address there, or null); a channel field of one of those names keeps its
+    own value.
 
     document_ids: comma-separated ids without spaces (1 or 1,5,9); ids this
     collection doesn't have are left out.
