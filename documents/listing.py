@@ -5,7 +5,12 @@ from django.db.models import F, OrderBy
 
 from documents.filters import compile_filter, filter_fields
 from documents.models import Channel, Document, MetadataField
-from documents.results import DocumentPage, output_schema, revision_of
+from documents.results import (
+    DocumentPage,
+    output_schema,
+    provenance_of,
+    revision_of,
+)
 
 # newest_sort may also name these columns of Document, besides metadata fields.
 _DOCUMENT_SORT_COLUMNS = {"created_at", "updated_at", "ingested_at", "title", "id"}
@@ -41,15 +46,21 @@ def list_documents(
         .filter(compile_filter(channel, metadata_filter))
     )
     total = documents.count()
-    page = documents.order_by(*document_ordering(channel, newest_first)).only(
-        "id",
-        "title",
-        "original_filename",
-        "page_count",
-        "metadata",
-        "revision",
-        "revised_at",
-    )[offset : offset + limit]
+    page = (
+        documents.order_by(*document_ordering(channel, newest_first))
+        .select_related("source")
+        .only(
+            "id",
+            "title",
+            "original_filename",
+            "page_count",
+            "metadata",
+            "revision",
+            "revised_at",
+            "source__name",
+            "source_url",
+        )[offset : offset + limit]
+    )
     shown = [field.name for field in filter_fields(channel)]
     results = []
     for document in page:
@@ -58,6 +69,7 @@ def list_documents(
             "title": document.title or document.original_filename,
             "number_of_pages": document.page_count,
             **revision_of(document),
+            **provenance_of(document),
         }
         for name in shown:
             row[name] = document.metadata.get(name)

@@ -7,7 +7,8 @@ its response schemas, and the MCP tools take their output schemas from them
 """
 
 import re
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -155,9 +156,50 @@ def revision_of(document: Any) -> dict:
     }
 
 
+SOURCE = (
+    "The name of the channel's source (a folder, bucket or website) the document "
+    "is synced from; null for an uploaded document."
+)
+SOURCE_URL = (
+    "Where a person can open the document at its source: a synced web page's "
+    "public URL. null when it has none (uploads, folder and bucket entries)."
+)
+# The schemes a source URL may have to be given out, and linked to: a stored
+# value of any other scheme (javascript:, file:, data:) is never sent.
+PUBLIC_SCHEMES = frozenset({"http", "https"})
+
+# A URL as clients receive it (CITATION_URLS_OUTPUT_SCHEMA's format too).
+Url = Annotated[str, Field(json_schema_extra={"format": "uri"})]
+
+
+def public_url(url: str) -> str | None:
+    """`url` when a browser can open it as a web page (http or https with a
+    host), else None."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in PUBLIC_SCHEMES or not parts.hostname:
+        return None
+    return url
+
+
+def provenance_of(document: Any) -> dict:
+    """A document's `source` (its source's name) and `source_url` (its public
+    address there), as every door describes a document: list_documents,
+    get_pages, documents://metadata, the REST API and the citation page.
+    Both are None for an upload; a document whose source was deleted keeps
+    its URL."""
+    return {
+        "source": document.source.name if document.source_id else None,
+        "source_url": public_url(document.source_url),
+    }
+
+
 class DocumentRow(BaseModel):
-    """A row of list_documents: id, title, pages, revision, then the channel's
-    filterable fields (which differ per channel, hence extra fields)."""
+    """A row of list_documents: id, title, pages, revision, provenance, then
+    the channel's filterable fields (which differ per channel, hence extra
+    fields; a channel field named like one of Quire's takes its place)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -166,6 +208,8 @@ class DocumentRow(BaseModel):
     number_of_pages: int
     revision: int = Field(description=REVISION)
     revised_at: str = Field(description=REVISED_AT)
+    source: str | None = Field(description=SOURCE)
+    source_url: Url | None = Field(description=SOURCE_URL)
 
 
 class DocumentPage(BaseModel):

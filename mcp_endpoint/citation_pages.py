@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET, require_safe
 
 from documents.access import client_address
 from documents.originals import original_response
+from documents.results import provenance_of
 from mcp_endpoint import citations
 
 
@@ -79,6 +80,7 @@ def citation_page(request: HttpRequest, token: str) -> HttpResponse:
         "title": str(document),
         "image_url": reverse("mcp_citation_image", args=[token]) if page.image else "",
         "original_url": f"{original}#page={page.number}" if is_pdf else original,
+        **provenance_of(document),
     }
     response = TemplateResponse(request, "citations/page.html", context)
     response["X-Robots-Tag"] = "noindex"

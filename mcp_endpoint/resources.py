@@ -10,7 +10,7 @@ from django.db.models import Count, Q
 from documents.ingestion.embeddings import OnnxMiniLMEmbedder
 from documents.limits import MAX_DOCUMENT_IDS
 from documents.models import Channel, Chunk, Document, Page
-from documents.results import revision_of
+from documents.results import provenance_of, revision_of
 from mcp_endpoint.registry import (
     CallContext,
     InvalidResourceUri,
@@ -51,18 +51,28 @@ def _documents_metadata(channel: Channel, ids: list[int]) -> dict:
         Document.objects.for_channel(channel)
         .ready()
         .filter(pk__in=ids)
-        .only("id", "metadata", "revision", "revised_at")
+        .select_related("source")
+        .only("id", "metadata", "revision", "revised_at", "source__name", "source_url")
         .order_by("id")
     )
+    # Quire's fields first: a channel field of the same name takes their place,
+    # as in list_documents' rows.
     return {
-        str(document.pk): {**document.metadata, **revision_of(document)}
+        str(document.pk): {
+            **revision_of(document),
+            **provenance_of(document),
+            **document.metadata,
+        }
         for document in documents
     }
 
 
 class DocumentMetadata(ResourceTemplate):
     """The stored metadata of documents, as one JSON object keyed by document id,
-    each with the document's `revision` and `revised_at`.
+    each with the document's `revision`, `revised_at`, `source` (the name of
+    the source it is synced from, or null) and `source_url` (its public
+    address there, or null); a channel field of one of those names keeps its
+    own value.
 
     document_ids: comma-separated ids without spaces (1 or 1,5,9); ids this
     collection doesn't have are left out.

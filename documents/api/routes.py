@@ -33,7 +33,13 @@ from documents.filters import filter_schema
 from documents.ingestion import formats
 from documents.limits import TooComplex, max_length, parse_json
 from documents.models import Channel, Document, Page
-from documents.results import Answer, ChunkList, DocumentPage, FeedbackReceipt
+from documents.results import (
+    Answer,
+    ChunkList,
+    DocumentPage,
+    FeedbackReceipt,
+    provenance_of,
+)
 from documents.search.service import retrieve_passages
 from documents.services import documents as document_services
 from documents.services.feedback import submit_feedback
@@ -84,6 +90,7 @@ def _document_out(document: Document) -> dict:
         "ingested_at": document.ingested_at,
         "revision": document.revision,
         "revised_at": document.revised_at,
+        **provenance_of(document),
         "added_by": _added_by(document),
     }
 

@@ -20,6 +20,7 @@ from documents.limits import (
     Score,
     check_depth,
 )
+from documents.results import SOURCE, SOURCE_URL, Url
 
 # A filter checked against JSON_MAX_DEPTH.
 Filter = Annotated[
@@ -80,6 +81,8 @@ class DocumentOut(Schema):
         "more for each new file given (PUT .../file)."
     )
     revised_at: datetime = Field(description="When that revision was first served.")
+    source: str | None = Field(description=SOURCE)
+    source_url: Url | None = Field(description=SOURCE_URL)
     added_by: str = Field(description="The key or user that uploaded it, if any.")
 
 

@@ -5,7 +5,7 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 
 from documents.ingestion import embeddings
-from documents.models import Channel, Chunk, Document, Page
+from documents.models import Channel, Chunk, Document, Page, Source
 from documents.search.indexing import prepare_chunks
 
 
@@ -130,3 +130,27 @@ def add_documents(
             Document.objects.bulk_update(documents, ["chunk_count"])
         if progress:
             progress(start + len(batch))
+
+
+def mark_synced(
+    document: Document,
+    *,
+    source_name: str = "Handbook site",
+    key: str,
+    url: str = "",
+) -> Document:
+    """`document` as a sync of a web source of its channel leaves it: its
+    source, its key there and (for a web page) its public URL."""
+    source, _ = Source.objects.get_or_create(
+        channel=document.channel,
+        name=source_name,
+        defaults={"kind": Source.Kind.WEB, "config": {"url": url or "https://x/"}},
+    )
+    document.source = source
+    document.source_key = key
+    document.source_version = "etag-1"
+    document.source_url = url
+    document.save(
+        update_fields=["source", "source_key", "source_version", "source_url"]
+    )
+    return document

@@ -13,7 +13,7 @@ from PIL import Image
 from documents.access import COMMAND_LINE
 from documents.models import Document, Feedback, Page
 from documents.services.keys import create_api_key, revoke_api_key
-from documents.tests.corpus import add_document
+from documents.tests.corpus import add_document, mark_synced
 
 PROBLEM = "application/problem+json"
 
@@ -289,6 +289,33 @@ def test_read_reingest_and_delete_a_document(
     assert response.status_code == 204
     assert not Document.objects.filter(pk=pk).exists()
     assert_problem(api.get(f"/api/channels/handbook/documents/{pk}"), 404)
+
+
+def test_documents_carry_their_source_and_public_url(api, handbook):
+    """A synced web page's document and its listing row give the source's
+    name and the page's public URL; an upload's give null for both."""
+    url = "https://handbook.example/holidays"
+    pk = mark_synced(Document.objects.get(title="Holiday policy"), key=url, url=url).pk
+    body = api.get(f"/api/channels/handbook/documents/{pk}").json()
+    assert (body["source"], body["source_url"]) == ("Handbook site", url)
+    upload = api.get(f"/api/channels/handbook/documents/{doc_id('Expense rules')}")
+    assert (upload.json()["source"], upload.json()["source_url"]) == (None, None)
+    rows = {
+        row["title"]: row
+        for row in api.get("/api/channels/handbook/documents").json()["results"]
+    }
+    assert rows["Holiday policy"]["source_url"] == url
+    assert rows["Expense rules"]["source_url"] is None
+
+
+def test_the_openapi_schema_describes_source_and_source_url(api, handbook):
+    """DocumentOut and the listing rows declare source and source_url as
+    nullable and always sent."""
+    schemas = api.get("/api/openapi.json").json()["components"]["schemas"]
+    for name in ("DocumentOut", "DocumentRow"):
+        schema = schemas[name]
+        assert {"source", "source_url"} <= set(schema["required"]), name
+        assert {"type": "null"} in schema["properties"]["source_url"]["anyOf"], name
 
 
 def test_documents_of_other_channels_are_not_found(api, handbook, other):

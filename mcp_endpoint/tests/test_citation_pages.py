@@ -9,6 +9,7 @@ from django.core import signing
 from documents.access import COMMAND_LINE, Caller
 from documents.models import ApiKey, Page
 from documents.services.keys import revoke_api_key
+from documents.tests.corpus import mark_synced
 from mcp_endpoint.citations import (
     citation_page_url,
     read_citation_token,
@@ -175,3 +176,63 @@ def test_a_stale_span_shows_the_page_unmarked(mcp, holiday_lines):
     response = async_to_sync(mcp.client.get)(f"/citations/{token}/page")
     assert response.status_code == 200
     assert 'class="cited-mark"' not in response.content.decode()
+
+
+def source_line(page: str) -> str | None:
+    found = re.search(r'<p class="cited-source">(.*?)</p>', page, re.S)
+    return found.group(1) if found else None
+
+
+def open_page(mcp, document) -> str:
+    token = page_token(document, page=1)
+    response = async_to_sync(mcp.client.get)(f"/citations/{token}/page")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_the_page_of_a_synced_web_page_links_to_its_source(mcp, holiday_lines):
+    """A synced web page's citation page says "Source:" with a link to its
+    public URL (no opener, no referrer) and the source's name; an upload's
+    page has no source line."""
+    url = "https://handbook.example/holidays?lang=en&v=2"
+    document = mark_synced(holiday_lines.document, key=url, url=url)
+    line = source_line(open_page(mcp, document))
+    assert line == (
+        'Source: <a href="https://handbook.example/holidays?lang=en&amp;v=2" '
+        'rel="noopener noreferrer">https://handbook.example/holidays?lang=en&amp;v=2'
+        "</a> (Handbook site)"
+    )
+    upload = Page.objects.get(document_id=doc_id("Expense rules")).document
+    page = open_page(mcp, upload)
+    assert source_line(page) is None and "Source:" not in page
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        "javascript:alert(document.cookie)",
+        "JavaScript:alert(1)",
+        " javascript:alert(1)",
+        "data:text/html,<script>alert(1)</script>",
+        "file:///etc/passwd",
+    ],
+)
+def test_the_page_never_links_to_a_script_or_local_url(mcp, holiday_lines, stored):
+    """A stored source URL that is not http(s) never becomes a link, nor
+    appears on the page."""
+    document = mark_synced(holiday_lines.document, key="k", url=stored)
+    page = open_page(mcp, document)
+    assert source_line(page) is None
+    assert "javascript" not in page.lower() and "file:" not in page
+
+
+def test_the_source_link_is_escaped(mcp, holiday_lines):
+    """A URL carrying quotes and markup is escaped in the link and its text:
+    it never closes the attribute or opens an element."""
+    url = 'https://handbook.example/a"onmouseover="alert(1)"><script>x</script>'
+    document = mark_synced(holiday_lines.document, key="k", url=url)
+    line = source_line(open_page(mcp, document))
+    assert line is not None
+    assert "<script>" not in line and '"onmouseover' not in line
+    assert "&quot;onmouseover=&quot;alert(1)&quot;&gt;&lt;script&gt;" in line
+    assert re.fullmatch(r'Source: <a href="[^"<>]+" rel="noopener noreferrer">.*', line)

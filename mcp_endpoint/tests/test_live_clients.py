@@ -57,6 +57,9 @@ async def sdk_tour(server, mode: str) -> dict:
             )
             page = result.structured_content
             titles += [row["title"] for row in page["results"]]
+            seen.setdefault("provenance", set()).update(
+                (row["source"], row["source_url"]) for row in page["results"]
+            )
             offset += 2
             if offset >= page["total_count"]:
                 break
@@ -129,6 +132,12 @@ def check_tour(seen: dict) -> None:
     assert "Unknown tool: no_such_tool" in seen["unknown_tool"]
     assert seen["stats"]["documents"]["ready"] == 6
     assert list(seen["metadata"].values())[0]["kind"] == "regulation"
+    # The demo's documents are uploads: no source; the regulation's own
+    # source_url field keeps its value in the metadata resource.
+    assert seen["provenance"] == {(None, None)}
+    regulation = list(seen["metadata"].values())[0]
+    assert regulation["source"] is None
+    assert regulation["source_url"] == "https://www.federalregister.gov/d/2020-17221"
     assert seen["resources"] == ["index://stats"]
     assert seen["templates"] == ["documents://metadata/{document_ids}"]
     assert "comma" in seen["bad_resource"]

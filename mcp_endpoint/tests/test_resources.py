@@ -5,6 +5,7 @@ import json
 import pytest
 
 from documents.models import Document
+from documents.tests.corpus import mark_synced
 
 pytestmark = pytest.mark.django_db
 
@@ -37,6 +38,8 @@ def test_metadata_of_listed_documents(mcp_any, papers):
             "team": "people",
             "revision": 1,
             "revised_at": revised[str(holidays)],
+            "source": None,
+            "source_url": None,
         },
         str(expenses): {
             "topic": "expenses",
@@ -44,8 +47,45 @@ def test_metadata_of_listed_documents(mcp_any, papers):
             "team": "finance",
             "revision": 1,
             "revised_at": revised[str(expenses)],
+            "source": None,
+            "source_url": None,
         },
     }
+
+
+def test_metadata_of_a_synced_page_names_its_source_and_url(mcp_any):
+    """A synced web page's entry has its source's name and its public URL
+    beside its metadata; an upload's has null for both."""
+    url = "https://handbook.example/holidays"
+    holidays = mark_synced(
+        Document.objects.get(title="Holiday policy"), key=url, url=url
+    ).pk
+    expenses = Document.objects.get(title="Expense rules").pk
+    data = read_json(mcp_any, f"documents://metadata/{holidays},{expenses}")
+    assert data[str(holidays)]["topic"] == "holidays"
+    assert (data[str(holidays)]["source"], data[str(holidays)]["source_url"]) == (
+        "Handbook site",
+        url,
+    )
+    assert (data[str(expenses)]["source"], data[str(expenses)]["source_url"]) == (
+        None,
+        None,
+    )
+
+
+def test_a_channel_field_named_like_quires_takes_its_place(mcp):
+    """A document's own metadata value named source_url (as the demo channel
+    has) or revision is kept, not hidden by Quire's field of that name."""
+    document = Document.objects.get(title="Expense rules")
+    document.metadata = {
+        **document.metadata,
+        "source_url": "https://www.federalregister.gov/d/2020-17221",
+        "revision": "C",
+    }
+    document.save(update_fields=["metadata"])
+    entry = read_json(mcp, f"documents://metadata/{document.pk}")[str(document.pk)]
+    assert entry["source_url"] == "https://www.federalregister.gov/d/2020-17221"
+    assert (entry["revision"], entry["source"]) == ("C", None)
 
 
 @pytest.mark.parametrize("ids", ["1,", ",1", "1,,2", "0", "1, 2", "abc", "", "01"])

@@ -1,13 +1,16 @@
 """list_documents, get_pages, get_citation_url and the citation view."""
 
 import json
+import re
 import time
 
 import pytest
 from asgiref.sync import async_to_sync
+from jsonschema.validators import validator_for
 
 from documents.ingestion import formats
 from documents.models import Document
+from documents.tests.corpus import mark_synced
 from mcp_endpoint.tests.conftest import McpClient, decode_png, doc_id
 
 pytestmark = pytest.mark.django_db
@@ -82,6 +85,57 @@ def test_newest_first_is_refused_without_newest_sort(papers, papers_key):
     assert "newest_first" in text
 
 
+GUIDE_URL = "https://handbook.example/holidays"
+
+
+@pytest.fixture
+def synced_holidays(handbook):
+    """Holiday policy as a sync of the handbook's website leaves it."""
+    return mark_synced(
+        Document.objects.get(title="Holiday policy"), key=GUIDE_URL, url=GUIDE_URL
+    )
+
+
+def assert_matches_output_schema(client: McpClient, tool: str, structured: dict):
+    """`structured` is valid against the outputSchema tools/list declares for
+    `tool` in the client's channel (as the SDK client checks it)."""
+    tools = {t["name"]: t for t in client.result("tools/list")["tools"]}
+    schema = tools[tool]["outputSchema"]
+    validator = validator_for(schema)
+    validator.check_schema(schema)
+    errors = [error.message for error in validator(schema).iter_errors(structured)]
+    assert errors == []
+
+
+def test_list_documents_rows_carry_source_and_source_url(mcp_any, synced_holidays):
+    """A synced web page's row names its source and its public URL; an upload's
+    row has null for both; the result matches the declared outputSchema."""
+    result = mcp_any.call_tool_expecting_success("list_documents")
+    page = result["structuredContent"]
+    rows = {row["title"]: row for row in page["results"]}
+    assert rows["Holiday policy"]["source"] == "Handbook site"
+    assert rows["Holiday policy"]["source_url"] == GUIDE_URL
+    assert (rows["Expense rules"]["source"], rows["Expense rules"]["source_url"]) == (
+        None,
+        None,
+    )
+    assert json.loads(result["content"][0]["text"]) == page
+    assert_matches_output_schema(mcp_any, "list_documents", page)
+
+
+def test_list_documents_schema_check_fails_on_a_wrong_source_url(mcp):
+    """The schema check above can fail: the declared outputSchema requires
+    source_url in every row, a string or null."""
+    page = mcp.call_tool_expecting_success("list_documents")["structuredContent"]
+    row = page["results"][0]
+    without = {name: value for name, value in row.items() if name != "source_url"}
+    for wrong in ({**row, "source_url": 7}, without):
+        with pytest.raises(AssertionError):
+            assert_matches_output_schema(
+                mcp, "list_documents", {**page, "results": [wrong]}
+            )
+
+
 @pytest.mark.parametrize(
     "arguments, expected",
     [
@@ -115,6 +169,42 @@ def test_get_pages_text_and_image(mcp_any):
     assert "carried over" in content[4]["text"]
     assert content[5]["text"].startswith(f"(Document {document} is at revision 1, ")
     assert len(content) == 6  # page 2 has no stored image
+
+
+def test_get_pages_of_an_upload_ends_with_its_revision_only(mcp):
+    """An uploaded document's last block is its revision line, no source."""
+    document = doc_id("Expense rules")
+    content = mcp.call_tool_expecting_success(
+        "get_pages", {"document_id": document, "page_start": 1, "page_end": 1}
+    )["content"]
+    last = content[-1]["text"]
+    assert re.fullmatch(
+        rf"\(Document {document} is at revision 1, revised .+\.\)", last
+    )
+
+
+def test_get_pages_of_a_synced_page_names_its_source_and_url(mcp_any, synced_holidays):
+    """A synced web page's last block adds "source: <name>" and
+    "source_url: <url>", one a line, after the revision line."""
+    document = synced_holidays.pk
+    content = mcp_any.call_tool_expecting_success(
+        "get_pages", {"document_id": document, "page_start": 1, "page_end": 1}
+    )["content"]
+    lines = content[-1]["text"].split("\n")
+    assert lines[0].startswith(f"(Document {document} is at revision 1, ")
+    assert lines[1:] == ["source: Handbook site", f"source_url: {GUIDE_URL}"]
+
+
+def test_get_pages_never_gives_out_a_javascript_source_url(mcp, synced_holidays):
+    """A stored source URL that is not http(s) is left out; the source's name
+    stays."""
+    mark_synced(synced_holidays, key="x", url="javascript:alert(1)")
+    content = mcp.call_tool_expecting_success(
+        "get_pages",
+        {"document_id": synced_holidays.pk, "page_start": 1, "page_end": 1},
+    )["content"]
+    assert content[-1]["text"].split("\n")[1:] == ["source: Handbook site"]
+    assert "javascript" not in json.dumps(content)
 
 
 def test_get_pages_marks_pages_read_by_ocr(mcp_any):

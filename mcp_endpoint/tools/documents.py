@@ -22,7 +22,7 @@ from documents.limits import (
     DocumentIds,
 )
 from documents.models import Channel, Document, Page
-from documents.results import citation_label, revision_of
+from documents.results import citation_label, provenance_of, revision_of
 from mcp_endpoint import schemas
 from mcp_endpoint.citations import citation_url
 from mcp_endpoint.registry import (
@@ -45,9 +45,11 @@ class ListDocuments(Tool):
     """List the documents of this collection, a page at a time.
 
     Returns {total_count, offset, limit, results: [{id, title, number_of_pages,
-    <metadata fields>}]}. Use metadata_filter to narrow the list and offset/limit
-    to page through it; the ids work with get_pages, get_citation_url and the
-    document_ids argument of the search tools.
+    revision, revised_at, source, source_url, <metadata fields>}]}: source names
+    where the document is synced from (null for an upload), source_url is its
+    public web address there when it has one. Use metadata_filter to narrow the
+    list and offset/limit to page through it; the ids work with get_pages,
+    get_citation_url and the document_ids argument of the search tools.
     """
 
     name = "list_documents"
@@ -127,7 +129,11 @@ def _read_pages(
             f"(pages {start}-{end}). Ask for a smaller range."
         )
     document = (
-        Document.objects.for_channel(channel).ready().filter(pk=document_id).first()
+        Document.objects.for_channel(channel)
+        .ready()
+        .select_related("source")
+        .filter(pk=document_id)
+        .first()
     )
     if document is None:
         raise ToolError(
@@ -166,14 +172,25 @@ def _read_pages(
                 )
             elif kind == "image":
                 content.append(text_block("(No image of this page is stored.)"))
-    revision = revision_of(document)
-    content.append(
-        text_block(
-            f"(Document {document.pk} is at revision {revision['revision']}, "
-            f"revised {revision['revised_at']}.)"
-        )
-    )
+    content.append(text_block(_closing_block(document)))
     return content
+
+
+def _closing_block(document: Document) -> str:
+    """get_pages' last block: the document's revision and, for a synced
+    document, where it comes from, named as list_documents names them."""
+    revision = revision_of(document)
+    lines = [
+        f"(Document {document.pk} is at revision {revision['revision']}, "
+        f"revised {revision['revised_at']}.)"
+    ]
+    # One value a line, so a URL ends where its line does.
+    provenance = provenance_of(document)
+    if provenance["source"] is not None:
+        lines.append(f"source: {provenance['source']}")
+    if provenance["source_url"] is not None:
+        lines.append(f"source_url: {provenance['source_url']}")
+    return "\n".join(lines)
 
 
 def _page_reply_bytes(page: Page, kind: str) -> int:
@@ -216,8 +233,10 @@ def _check_reply_size(document: Document, pages: list[Page], kind: str) -> None:
 class GetPages(Tool):
     """Read whole pages of one document, in order: each page's label
     [Document <id>, Page <n>], its text, and its image (PNG) when type is
-    "image" or "both"; a last line gives the document's revision (a document
-    given a new file keeps its id and gets the next revision number).
+    "image" or "both"; a last text block gives the document's revision (a
+    document given a new file keeps its id and gets the next revision number)
+    and, for a document synced from a source, a line "source: <name>" and,
+    when it has a public web address there, "source_url: <url>".
 
     Pages are counted from 1 (list_documents gives number_of_pages). A page
     whose text was read from its image by OCR is marked "(text read by OCR)"
