@@ -130,7 +130,7 @@ def test_an_unchanged_sync_of_many_objects_downloads_nothing(
     no object: no GET (nor HEAD) of an object reaches the S3 server."""
     bucket, client = store
     channel = make_channel()
-    total = 120
+    total = 80
     for n in range(total):
         put(client, bucket, f"n{n:04}.txt", f"Note number {n} of the archive.".encode())
     source = add_source(channel, "s3", {"store": "archive", "bucket": bucket})
