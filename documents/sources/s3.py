@@ -64,6 +64,8 @@ class S3Source(Source):
     metadata, then its ``<key>.meta.json`` sidecar if there is one."""
 
     kind = "s3"
+    # Keys per ListObjectsV2 request (S3's maximum).
+    page_size: int = 1000
 
     def __init__(
         self,
@@ -73,14 +75,14 @@ class S3Source(Source):
         bucket: str,
         prefix: str,
         max_bytes: int,
-        page_size: int = 1000,
+        page_size: int | None = None,
     ) -> None:
         self.client = client
         self.store_name = store_name
         self.bucket = bucket
         self.prefix = prefix
         self.max_bytes = max_bytes
-        self.page_size = page_size
+        self.page_size = page_size or self.page_size
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], *, max_bytes: int) -> S3Source:

@@ -29,9 +29,10 @@ def moto_server() -> Iterator[RecordingMotoServer]:
 
 
 @pytest.fixture
-def endpoint(moto_server) -> str:
+def endpoint(moto_server) -> Iterator[str]:
     host, port = moto_server.get_host_and_port()
-    return f"http://{host}:{port}"
+    yield f"http://{host}:{port}"
+    moto_server.before = None
 
 
 @pytest.fixture

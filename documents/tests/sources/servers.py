@@ -35,18 +35,21 @@ class RecordingMotoServer(ThreadedMotoServer):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.requests: list[tuple[str, str, str]] = []
+        # Called with (method, path, query) before a request is answered.
+        self.before: Callable[[str, str, str], None] | None = None
 
     def _server_entry(self) -> None:
         app = DomainDispatcherApplication(create_backend_app)
 
         def recording(environ, start_response):
-            self.requests.append(
-                (
-                    environ["REQUEST_METHOD"],
-                    environ.get("PATH_INFO", ""),
-                    environ.get("QUERY_STRING", ""),
-                )
+            request = (
+                environ["REQUEST_METHOD"],
+                environ.get("PATH_INFO", ""),
+                environ.get("QUERY_STRING", ""),
             )
+            self.requests.append(request)
+            if self.before is not None:
+                self.before(*request)
             return app(environ, start_response)
 
         self._server = make_server(
@@ -80,6 +83,10 @@ class Site:
         self.requests: list[tuple[str, str]] = []
         self.if_none_match: list[str] = []
         self.sent = 0
+        # Once this path has been answered, the site is gone: every later
+        # request is dropped unanswered, as by a server that stopped.
+        self.gone_after: str | None = None
+        self.gone = False
 
     def page(self, path: str, html: str, **headers: str) -> None:
         headers = {"Content-Type": "text/html; charset=utf-8", **headers}
@@ -96,6 +103,10 @@ def handler_for(site: Site) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             site.requests.append((self.path, self.headers.get("Host", "")))
+            if site.gone:
+                self.close_connection = True
+                return
+            site.gone = self.path == site.gone_after
             if self.headers.get("If-None-Match"):
                 site.if_none_match.append(self.headers["If-None-Match"])
             status, headers, body = site.pages.get(
