@@ -151,24 +151,35 @@ def run_sync(sync_id: int) -> SourceSync:
     """Run (or resume) the sync `sync_id`; returns its row, finished.
 
     Two workers never sync one source at once: the second finds the source's
-    lease held and fails its row with that reason."""
+    lease held and fails its row with that reason. The same row run twice at
+    once (its task queued twice) is run by one of them; the other returns the
+    row as it is, still active, rather than failing the sync being run."""
     sync = SourceSync.objects.select_related("source__channel", "requested_by").get(
         pk=sync_id
     )
     if sync.status not in SourceSync.ACTIVE:
         return sync
-    with locks.try_lease(locks.Namespace.SOURCE_SYNC, sync.source_id) as held:
-        if not held:
-            return _finish(
-                sync,
-                Status.FAILED,
-                "Another sync of this source was running; this one did nothing.",
-            )
-        try:
-            return _run(sync)
-        except Exception as exc:
-            logger.exception("Sync %s of source %s failed", sync.pk, sync.source_id)
-            return _finish(sync, Status.FAILED, f"The sync stopped on an error: {exc}")
+    with locks.try_lease(locks.Namespace.SOURCE_SYNC_RUN, sync.pk) as mine:
+        if not mine:
+            return sync
+        # Read again under the lease: a run that just ended may have finished it.
+        sync.refresh_from_db()
+        if sync.status not in SourceSync.ACTIVE:
+            return sync
+        with locks.try_lease(locks.Namespace.SOURCE_SYNC, sync.source_id) as held:
+            if not held:
+                return _finish(
+                    sync,
+                    Status.FAILED,
+                    "Another sync of this source was running; this one did nothing.",
+                )
+            try:
+                return _run(sync)
+            except Exception as exc:
+                logger.exception("Sync %s of source %s failed", sync.pk, sync.source_id)
+                return _finish(
+                    sync, Status.FAILED, f"The sync stopped on an error: {exc}"
+                )
 
 
 def _run(sync: SourceSync) -> SourceSync:

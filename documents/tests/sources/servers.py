@@ -87,6 +87,16 @@ class Site:
         # request is dropped unanswered, as by a server that stopped.
         self.gone_after: str | None = None
         self.gone = False
+        # Paths whose answer waits for their event, and the event set when
+        # such a path was asked for.
+        self.held: dict[str, threading.Event] = {}
+        self.reached = threading.Event()
+
+    def hold(self, path: str) -> threading.Event:
+        """Make ``path`` wait to be answered until the returned event is set."""
+        release = threading.Event()
+        self.held[path] = release
+        return release
 
     def page(self, path: str, html: str, **headers: str) -> None:
         headers = {"Content-Type": "text/html; charset=utf-8", **headers}
@@ -107,6 +117,10 @@ def handler_for(site: Site) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 return
             site.gone = self.path == site.gone_after
+            release = site.held.get(self.path)
+            if release is not None:
+                site.reached.set()
+                release.wait(60)
             if self.headers.get("If-None-Match"):
                 site.if_none_match.append(self.headers["If-None-Match"])
             status, headers, body = site.pages.get(
