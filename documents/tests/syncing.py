@@ -4,9 +4,14 @@ does (in this process), and reading the channel afterwards."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
+from django.core.management import call_command
+from django_tasks_db.management.commands import db_worker
+
 from documents.access import COMMAND_LINE
+from documents.management.commands import ingest_worker
 from documents.models import AuditEvent, Document, Source, SourceSync
 from documents.services.sources import request_sync, save_source
 from documents.services.sync import run_sync
@@ -60,3 +65,28 @@ def audited(action: str, document: Document | None = None) -> int:
     if document is not None:
         rows = rows.filter(object_id=str(document.pk))
     return rows.count()
+
+
+def run_worker(monkeypatch, **options) -> None:
+    """`manage.py ingest_worker --batch` in this process, until the queue is
+    empty or after `max_tasks` (recovery and the schedule at its start)."""
+    monkeypatch.setattr(db_worker, "close_old_connections", lambda: None)
+    monkeypatch.setattr(ingest_worker, "close_old_connections", lambda: None)
+    monkeypatch.setattr(ingest_worker, "lower_priority", lambda niceness: None)
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGALRM)
+    handlers = {sig: signal.getsignal(sig) for sig in signals}
+    try:
+        call_command(
+            "ingest_worker",
+            batch=True,
+            interval=0,
+            startup_delay=False,
+            reload=False,
+            recovery_interval=0,
+            verbosity=0,
+            **options,
+        )
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)

@@ -4,21 +4,17 @@ the schedule queues due syncs once each."""
 
 from __future__ import annotations
 
-import signal
 import threading
 from datetime import timedelta
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 from django.tasks import TaskResultStatus
 from django.utils import timezone
-from django_tasks_db.management.commands import db_worker
 from django_tasks_db.models import DBTaskResult
 
 from documents import locks
 from documents.access import COMMAND_LINE
-from documents.management.commands import ingest_worker
 from documents.models import Document, Source, SourceSync
 from documents.services.recovery import (
     SYNC_ORPHANED,
@@ -28,35 +24,18 @@ from documents.services.recovery import (
 from documents.services.sources import enqueue_due_syncs, request_sync
 from documents.services.sync import run_sync
 from documents.source_tasks import sync_source_task
-from documents.tests.syncing import add_folder_source, by_key, counts, sync, write
+from documents.tests.syncing import (
+    add_folder_source,
+    by_key,
+    counts,
+    run_worker,
+    sync,
+    write,
+)
 
 pytestmark = pytest.mark.django_db
 
 Status = SourceSync.Status
-
-
-def run_worker(monkeypatch) -> None:
-    """`manage.py ingest_worker --batch` in this process, until the queue is
-    empty (recovery and the schedule at its start)."""
-    monkeypatch.setattr(db_worker, "close_old_connections", lambda: None)
-    monkeypatch.setattr(ingest_worker, "close_old_connections", lambda: None)
-    monkeypatch.setattr(ingest_worker, "lower_priority", lambda niceness: None)
-    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGALRM)
-    handlers = {sig: signal.getsignal(sig) for sig in signals}
-    try:
-        call_command(
-            "ingest_worker",
-            batch=True,
-            interval=0,
-            startup_delay=False,
-            reload=False,
-            recovery_interval=0,
-            verbosity=0,
-        )
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
 
 
 def sync_rows(*statuses: str) -> list[DBTaskResult]:
