@@ -9,7 +9,9 @@ the channel's documents by source key (never by content):
   the entry is that document renamed, and it keeps its id;
 - an entry whose version marker changed becomes a new revision of its document
   (replace_document_file; the same content is no new revision) and/or a
-  metadata edit;
+  metadata edit; when the source can tell from the two versions that only
+  the metadata changed (an S3 object's ETag, a file's mtime and size, with a
+  new sidecar or user metadata), it is not downloaded;
 - an entry whose version is the one last synced is skipped without being
   opened;
 - a key gone from the listing is deleted (delete_removed) or kept; never when
@@ -261,6 +263,9 @@ def _apply(run: Run, reader, item: Entry | Skipped, gone: list[str], spool: str)
         raise EntryFailed(" ".join(exc.messages)) from None
     if document is None:
         _check_budget(run, item.size or 0)
+    elif reader.same_content(document.source_version, item.version):
+        _revise(run, document, item, None, metadata)
+        return
     with _download(reader, item, spool) as file:
         if document is None:
             document = _renamed(run, gone, sha256_of(file))
@@ -354,18 +359,22 @@ def _add(run: Run, item: Entry, file: File, metadata: dict) -> None:
 
 
 def _revise(
-    run: Run, document: Document, item: Entry, file: File, metadata: dict
+    run: Run, document: Document, item: Entry, file: File | None, metadata: dict
 ) -> None:
-    try:
-        _, new_file = replace_document_file(
-            document=document,
-            file=file,
-            actor=run.actor,
-            filename=item.name,
-            content_type=item.content_type,
-        )
-    except ValidationError as exc:
-        raise EntryFailed(" ".join(exc.messages)) from None
+    """The entry's new file (None: its content is known unchanged, only the
+    metadata may be new), metadata and key onto its document."""
+    new_file = False
+    if file is not None:
+        try:
+            _, new_file = replace_document_file(
+                document=document,
+                file=file,
+                actor=run.actor,
+                filename=item.name,
+                content_type=item.content_type,
+            )
+        except ValidationError as exc:
+            raise EntryFailed(" ".join(exc.messages)) from None
     new_metadata = metadata != document.metadata
     if new_metadata:
         update_document(

@@ -33,7 +33,7 @@ def next_second() -> None:
 
 
 def test_a_bucket_syncs_adds_revises_renames_edits_metadata_and_removes(
-    make_channel, store
+    make_channel, store, moto_server
 ):
     bucket, client = store
     channel = make_channel(fields=FIELDS)
@@ -92,8 +92,15 @@ def test_a_bucket_syncs_adds_revises_renames_edits_metadata_and_removes(
         MetadataDirective="REPLACE",
     )
 
+    before = len(moto_server.object_reads(bucket))
     third = sync(source)
     assert third.status == Status.DONE, third.reason
+    # A metadata-only change is applied without downloading the object.
+    read = moto_server.object_reads(bucket)[before:]
+    assert sorted(read) == sorted(
+        f"/{bucket}/docs/{name}"
+        for name in ("pump.txt", "new.txt", "renamed.txt", "valve.txt.meta.json")
+    )
     # new added; pump (file), renamed, valve and seal (metadata) revised;
     # gone removed.
     assert counts(third) == (1, 4, 0, 1, 0), third.errors
