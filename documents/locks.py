@@ -39,6 +39,8 @@ class Namespace(enum.IntEnum):
     SOURCE_SYNC_QUEUE = 5
     # A source's sync, held while a worker syncs it.
     SOURCE_SYNC = 6
+    # One sync row's run, so a sync whose task runs twice runs once.
+    SOURCE_SYNC_RUN = 7
 
 
 def lock_key(namespace: Namespace, value: int | str) -> int:

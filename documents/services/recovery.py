@@ -89,6 +89,7 @@ def requeue_interrupted_tasks() -> list[str]:
     """
     requeued: list[str] = []
     documents: set[int] = set()
+    resuming: set[int] = set()
     for row in DBTaskResult.objects.running():
         document_id = _document_of(row)
         ingestion = row.task_path == INGEST_TASK_PATH
@@ -111,11 +112,13 @@ def requeue_interrupted_tasks() -> list[str]:
             else:
                 transaction.on_commit(partial(_enqueue_again, row), robust=True)
                 requeued.append(_described(row))
+                if row.task_path == sync_source_task.module_path and document_id:
+                    resuming.add(document_id)
     requeued += [
         f"ingest({document_id})"
         for document_id in requeue_interrupted_ingestions(also=documents)
     ]
-    fail_orphaned_syncs()
+    fail_orphaned_syncs(resuming=resuming)
     if requeued:
         logger.warning("Requeued interrupted tasks: %s", requeued)
     return requeued
@@ -146,18 +149,20 @@ def requeue_interrupted_ingestions(*, also: Iterable[int] = ()) -> list[int]:
     ]
 
 
-def fail_orphaned_syncs(now=None) -> list[int]:
+def fail_orphaned_syncs(now=None, *, resuming: Iterable[int] = ()) -> list[int]:
     """Fail every active sync nobody runs and no task will: no queued or
     running task row names it and its source's sync lease is free (a queued
     one only after SYNC_QUEUE_GRACE, the moment between its row and its task
-    row). Returns their ids."""
+    row). `resuming` are syncs whose task was just queued again, maybe in a
+    transaction not yet committed (so no task row shows it yet). Returns
+    their ids."""
     now = now or timezone.now()
     in_flight = {
         _document_of(row)
         for row in DBTaskResult.objects.filter(
             task_path=sync_source_task.module_path, status__in=IN_FLIGHT
         )
-    }
+    } | set(resuming)
     failed = []
     for sync in SourceSync.objects.filter(status__in=SourceSync.ACTIVE):
         if sync.pk in in_flight:

@@ -9,7 +9,9 @@ the channel's documents by source key (never by content):
   the entry is that document renamed, and it keeps its id;
 - an entry whose version marker changed becomes a new revision of its document
   (replace_document_file; the same content is no new revision) and/or a
-  metadata edit;
+  metadata edit; when the source can tell from the two versions that only
+  the metadata changed (an S3 object's ETag, a file's mtime and size, with a
+  new sidecar or user metadata), it is not downloaded;
 - an entry whose version is the one last synced is skipped without being
   opened;
 - a key gone from the listing is deleted (delete_removed) or kept; never when
@@ -151,24 +153,35 @@ def run_sync(sync_id: int) -> SourceSync:
     """Run (or resume) the sync `sync_id`; returns its row, finished.
 
     Two workers never sync one source at once: the second finds the source's
-    lease held and fails its row with that reason."""
+    lease held and fails its row with that reason. The same row run twice at
+    once (its task queued twice) is run by one of them; the other returns the
+    row as it is, still active, rather than failing the sync being run."""
     sync = SourceSync.objects.select_related("source__channel", "requested_by").get(
         pk=sync_id
     )
     if sync.status not in SourceSync.ACTIVE:
         return sync
-    with locks.try_lease(locks.Namespace.SOURCE_SYNC, sync.source_id) as held:
-        if not held:
-            return _finish(
-                sync,
-                Status.FAILED,
-                "Another sync of this source was running; this one did nothing.",
-            )
-        try:
-            return _run(sync)
-        except Exception as exc:
-            logger.exception("Sync %s of source %s failed", sync.pk, sync.source_id)
-            return _finish(sync, Status.FAILED, f"The sync stopped on an error: {exc}")
+    with locks.try_lease(locks.Namespace.SOURCE_SYNC_RUN, sync.pk) as mine:
+        if not mine:
+            return sync
+        # Read again under the lease: a run that just ended may have finished it.
+        sync.refresh_from_db()
+        if sync.status not in SourceSync.ACTIVE:
+            return sync
+        with locks.try_lease(locks.Namespace.SOURCE_SYNC, sync.source_id) as held:
+            if not held:
+                return _finish(
+                    sync,
+                    Status.FAILED,
+                    "Another sync of this source was running; this one did nothing.",
+                )
+            try:
+                return _run(sync)
+            except Exception as exc:
+                logger.exception("Sync %s of source %s failed", sync.pk, sync.source_id)
+                return _finish(
+                    sync, Status.FAILED, f"The sync stopped on an error: {exc}"
+                )
 
 
 def _run(sync: SourceSync) -> SourceSync:
@@ -250,6 +263,9 @@ def _apply(run: Run, reader, item: Entry | Skipped, gone: list[str], spool: str)
         raise EntryFailed(" ".join(exc.messages)) from None
     if document is None:
         _check_budget(run, item.size or 0)
+    elif reader.same_content(document.source_version, item.version):
+        _revise(run, document, item, None, metadata)
+        return
     with _download(reader, item, spool) as file:
         if document is None:
             document = _renamed(run, gone, sha256_of(file))
@@ -343,18 +359,22 @@ def _add(run: Run, item: Entry, file: File, metadata: dict) -> None:
 
 
 def _revise(
-    run: Run, document: Document, item: Entry, file: File, metadata: dict
+    run: Run, document: Document, item: Entry, file: File | None, metadata: dict
 ) -> None:
-    try:
-        _, new_file = replace_document_file(
-            document=document,
-            file=file,
-            actor=run.actor,
-            filename=item.name,
-            content_type=item.content_type,
-        )
-    except ValidationError as exc:
-        raise EntryFailed(" ".join(exc.messages)) from None
+    """The entry's new file (None: its content is known unchanged, only the
+    metadata may be new), metadata and key onto its document."""
+    new_file = False
+    if file is not None:
+        try:
+            _, new_file = replace_document_file(
+                document=document,
+                file=file,
+                actor=run.actor,
+                filename=item.name,
+                content_type=item.content_type,
+            )
+        except ValidationError as exc:
+            raise EntryFailed(" ".join(exc.messages)) from None
     new_metadata = metadata != document.metadata
     if new_metadata:
         update_document(

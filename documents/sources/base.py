@@ -121,6 +121,12 @@ class Source(ABC):
         version is unchanged. It never changes which keys are listed.
         """
 
+    def same_content(self, old_version: str, new_version: str) -> bool:
+        """Whether two versions of an entry are known to hold the same bytes
+        (only the gathered metadata changed), so the sync need not download
+        it; False when the kind cannot tell."""
+        return False
+
     @abstractmethod
     def open(self, entry: Entry) -> IO[bytes]:
         """The entry's bytes, at most ``max_bytes`` of them: EntryTooLarge when

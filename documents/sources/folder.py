@@ -121,6 +121,11 @@ class FolderSource(Source):
                 "listing; the listing was cut short."
             )
 
+    def same_content(self, old_version: str, new_version: str) -> bool:
+        """The file's own mtime and size unchanged: only its sidecar moved."""
+        old_file = old_version.partition("+")[0]
+        return bool(old_file) and old_file == new_version.partition("+")[0]
+
     def open(self, entry: Entry) -> IO[bytes]:
         path = self._path(entry.key)
         try:

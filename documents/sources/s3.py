@@ -64,6 +64,8 @@ class S3Source(Source):
     metadata, then its ``<key>.meta.json`` sidecar if there is one."""
 
     kind = "s3"
+    # Keys per ListObjectsV2 request (S3's maximum).
+    page_size: int = 1000
 
     def __init__(
         self,
@@ -73,14 +75,14 @@ class S3Source(Source):
         bucket: str,
         prefix: str,
         max_bytes: int,
-        page_size: int = 1000,
+        page_size: int | None = None,
     ) -> None:
         self.client = client
         self.store_name = store_name
         self.bucket = bucket
         self.prefix = prefix
         self.max_bytes = max_bytes
-        self.page_size = page_size
+        self.page_size = page_size or self.page_size
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], *, max_bytes: int) -> S3Source:
@@ -157,6 +159,12 @@ class S3Source(Source):
                 yield self._entry(pending.pop(key), sidecars, known)
         except (ClientError, BotoCoreError) as exc:
             raise SourceError(self._reason(exc, "listing")) from None
+
+    def same_content(self, old_version: str, new_version: str) -> bool:
+        """The same ETag: the same bytes (the time and sidecar moved)."""
+        old_etag, old_sep, _ = old_version.partition("@")
+        new_etag, new_sep, _ = new_version.partition("@")
+        return bool(old_sep and new_sep and old_etag) and old_etag == new_etag
 
     def open(self, entry: Entry) -> IO[bytes]:
         if entry.size is not None and entry.size > self.max_bytes:

@@ -5,64 +5,17 @@ checks the channel's documents, revisions and audit rows."""
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
-from documents.access import COMMAND_LINE
 from documents.models import AuditEvent, Document, DocumentRevision, Source, SourceSync
-from documents.services.sources import request_sync, save_source
-from documents.services.sync import run_sync, summary
+from documents.services.sync import summary
+from documents.tests.syncing import add_folder_source, by_key, counts, sync, write
 
 pytestmark = pytest.mark.django_db
 
 Status = SourceSync.Status
-
-
-@pytest.fixture
-def folder(tmp_path, settings) -> Path:
-    root = tmp_path / "shared"
-    (root / "manuals").mkdir(parents=True)
-    settings.SOURCE_FOLDERS = [str(root)]
-    return root / "manuals"
-
-
-def write(path: Path, text: str, *, mtime: int | None = None) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    if mtime is not None:
-        os.utime(path, ns=(mtime, mtime))
-
-
-def add_folder_source(channel, folder: Path, **options) -> Source:
-    return save_source(
-        source=Source(
-            channel=channel,
-            name=options.pop("name", "manuals"),
-            kind="folder",
-            config={"path": str(folder)},
-            **options,
-        ),
-        actor=COMMAND_LINE,
-    )
-
-
-def sync(source: Source) -> SourceSync:
-    row, created = request_sync(
-        source=source, actor=COMMAND_LINE, trigger="command", enqueue=False
-    )
-    assert created
-    return run_sync(row.pk)
-
-
-def by_key(source: Source) -> dict[str, Document]:
-    return {d.source_key: d for d in Document.objects.filter(source=source)}
-
-
-def counts(row: SourceSync) -> tuple[int, int, int, int, int]:
-    return row.added, row.revised, row.unchanged, row.removed, row.failed
 
 
 def test_a_folder_syncs_adds_revises_skips_renames_and_removes(make_channel, folder):

@@ -6,13 +6,9 @@ mid-listing cuts the listing short."""
 from __future__ import annotations
 
 import json
-import socket
 import time
-from collections.abc import Iterator
 
-import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from documents.sources.base import (
     Entry,
@@ -23,51 +19,7 @@ from documents.sources.base import (
 )
 from documents.sources.registry import build_source
 from documents.sources.s3 import S3Source
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
-
-
-@pytest.fixture
-def store(endpoint, settings, monkeypatch, request) -> tuple[str, object]:
-    """A declared store named ``archive`` and a fresh bucket in it; the keys
-    live in the variables the store names."""
-    monkeypatch.setenv("ARCHIVE_KEY_ID", "testing")
-    monkeypatch.setenv("ARCHIVE_SECRET", "testing")
-    settings.SOURCE_S3_STORES = {
-        "archive": {
-            "endpoint_url": endpoint,
-            "region": "us-east-1",
-            "access_key_env": "ARCHIVE_KEY_ID",
-            "secret_key_env": "ARCHIVE_SECRET",
-            "session_token_env": "",
-            "addressing_style": "path",
-            "buckets": [],
-            "timeout": 10.0,
-        }
-    }
-    bucket = request.node.name.replace("_", "-")[:60].strip("-")
-    client = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
-    client.create_bucket(Bucket=bucket)
-    return bucket, client
+from documents.tests.sources.servers import free_port
 
 
 def listing(source: S3Source, known=None) -> dict[str, Entry]:

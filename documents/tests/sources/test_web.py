@@ -6,9 +6,8 @@ an endless file, sitemap bombs, a server that goes away)."""
 from __future__ import annotations
 
 import gzip
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
 
 import pytest
 
@@ -22,73 +21,7 @@ from documents.sources.base import (
 )
 from documents.sources.registry import build_source
 from documents.sources.web.source import WebSource
-
-Body = bytes | Callable[[], Iterator[bytes]]
-
-
-class Site:
-    """What the server answers, changed by the tests between listings, and
-    every request it received (path, Host header)."""
-
-    def __init__(self) -> None:
-        self.pages: dict[str, tuple[int, dict[str, str], Body]] = {}
-        self.requests: list[tuple[str, str]] = []
-        self.if_none_match: list[str] = []
-        self.sent = 0
-
-    def page(self, path: str, html: str, **headers: str) -> None:
-        headers = {"Content-Type": "text/html; charset=utf-8", **headers}
-        self.pages[path] = (200, headers, html.encode())
-
-    def redirect(self, path: str, location: str) -> None:
-        self.pages[path] = (302, {"Location": location}, b"")
-
-
-def handler_for(site: Site) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            site.requests.append((self.path, self.headers.get("Host", "")))
-            if self.headers.get("If-None-Match"):
-                site.if_none_match.append(self.headers["If-None-Match"])
-            status, headers, body = site.pages.get(
-                self.path, (404, {"Content-Type": "text/plain"}, b"no")
-            )
-            if self.path.startswith("/calendar/"):
-                day = int(self.path.rsplit("/", 1)[-1])
-                status, headers = 200, {"Content-Type": "text/html"}
-                body = f'<a href="/calendar/{day + 1}">next</a>'.encode()
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            if isinstance(body, bytes):
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                return
-            self.end_headers()
-            try:
-                for chunk in body():
-                    self.wfile.write(chunk)
-                    site.sent += len(chunk)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    return Handler
-
-
-@pytest.fixture
-def site() -> Iterator[tuple[Site, str]]:
-    state = Site()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(state))
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield state, f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+from documents.tests.sources.servers import Site, handler_for
 
 
 class Clock:
