@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from asgiref.sync import async_to_sync
 
+from documents.generation.chat import ChatGenerator
 from documents.models import Channel
 from documents.tests.corpus import add_document
 from mcp_endpoint.tests.conftest import doc_id
@@ -187,9 +188,10 @@ def slow_model():
 def test_chat_model_timeout_setting_caps_the_channel_timeout(
     mcp, handbook, slow_model, settings
 ):
-    """CHAT_MODEL_TIMEOUT bounds a channel whose own timeout is much longer: a
-    model that never answers gives an isError rag_search result within a few
-    seconds (one retry), not after the channel's 120 s."""
+    """CHAT_MODEL_TIMEOUT bounds a channel whose own timeout is much longer:
+    the client is built with the smaller timeout, and a model that never
+    answers gives an isError rag_search result. (No wall-clock assertion: the
+    suite runs on busy machines; the cap is checked on the client itself.)"""
     settings.CHAT_MODEL_TIMEOUT = 1.0
     settings.CHAT_MODEL_ENDPOINTS = {
         "slow": {"base_url": slow_model, "api_key_env": "", "models": []}
@@ -200,8 +202,7 @@ def test_chat_model_timeout_setting_caps_the_channel_timeout(
         generator_model="slow",
         generator_timeout=120,
     )
-    started = time.monotonic()
+    handbook.refresh_from_db()
+    assert ChatGenerator.for_channel(handbook).model.request_timeout == 1.0
     text = mcp.call_tool_expecting_error("rag_search", {"query": "holiday days"})
-    elapsed = time.monotonic() - started
     assert "did not answer" in text
-    assert elapsed < 10, elapsed
