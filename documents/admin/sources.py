@@ -168,9 +168,14 @@ class SourceForm(forms.ModelForm):
     def clean(self):
         cleaned = super().clean()
         kind = cleaned.get("kind") or self.instance.kind
-        if kind == Kind.S3 and not cleaned.get("store"):
-            if len(settings.SOURCE_S3_STORES) != 1:
-                self.add_error("store", "Pick the store the bucket is in.")
+        stores = settings.SOURCE_S3_STORES
+        if kind == Kind.S3 and not cleaned.get("store") and len(stores) != 1:
+            self.add_error(
+                "store",
+                "Pick the store the bucket is in."
+                if stores
+                else "No S3 store is declared on this server (SOURCE_S3_STORES).",
+            )
         return cleaned
 
     def _post_clean(self):
