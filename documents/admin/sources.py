@@ -49,6 +49,15 @@ def sync_counts(sync: SourceSync) -> str:
     return summary(sync) + kept
 
 
+COUNTS = ("added", "revised", "unchanged", "removed", "kept", "failed")
+
+
+def short_counts(sync: SourceSync) -> str:
+    """The counts that are not zero (added 470, failed 10), for lists."""
+    shown = [f"{name} {getattr(sync, name)}" for name in COUNTS if getattr(sync, name)]
+    return ", ".join(shown) or "-"
+
+
 def progress(sync: SourceSync) -> str:
     """A progress bar while a sync runs: entries listed so far while listing
     (no end known yet), entries done of those listed while syncing."""
@@ -304,11 +313,11 @@ class SourceAdmin(CuratedChannelsAdmin):
         if sync is None:
             return "never"
         return format_html(
-            "<a href='{}'>{}</a> {} <span class='quire-muted'>{}</span>",
+            "<a href='{}'>{}</a> {}<div class='quire-muted quire-wrap'>{}</div>",
             reverse("admin:documents_sourcesync_change", args=[sync.pk]),
             sync_badge(sync),
             short_datetime(sync.finished_at or sync.started_at or sync.created_at),
-            sync_counts(sync),
+            short_counts(sync),
         )
 
     @admin.display(description="Next sync", ordering="next_sync_at")
@@ -412,9 +421,7 @@ class SourceSyncAdmin(CuratedChannelsAdmin):
     list_display = [
         "sync_id",
         "source",
-        "channel",
         "status_badge",
-        "trigger",
         "requested",
         "took",
         "counts",
@@ -422,7 +429,7 @@ class SourceSyncAdmin(CuratedChannelsAdmin):
     ]
     list_display_links = ["sync_id"]
     list_filter = ["status", "trigger", CuratedSourceFilter]
-    list_select_related = ["source", "source__channel"]
+    list_select_related = ["source"]
     list_per_page = 100
     fieldsets = [
         (
@@ -466,10 +473,6 @@ class SourceSyncAdmin(CuratedChannelsAdmin):
     def sync_id(self, sync: SourceSync) -> int:
         return sync.pk
 
-    @admin.display(description="Channel", ordering="source__channel__name")
-    def channel(self, sync: SourceSync) -> str:
-        return sync.source.channel.name
-
     @admin.display(description="Source")
     def source_link(self, sync: SourceSync) -> str:
         return format_html(
@@ -486,8 +489,9 @@ class SourceSyncAdmin(CuratedChannelsAdmin):
     @admin.display(description="Requested", ordering="created_at")
     def requested(self, sync: SourceSync) -> str:
         return format_html(
-            "{} <span class='quire-muted'>{}</span>",
+            "{}<div class='quire-muted quire-wrap'>{}, {}</div>",
             short_datetime(sync.created_at),
+            sync.get_trigger_display(),
             sync.actor or "-",
         )
 
@@ -497,7 +501,7 @@ class SourceSyncAdmin(CuratedChannelsAdmin):
 
     @admin.display(description="Counts")
     def counts(self, sync: SourceSync) -> str:
-        return sync_counts(sync)
+        return short_counts(sync)
 
     @admin.display(description="Progress")
     def progress_bar(self, sync: SourceSync) -> str:
