@@ -126,6 +126,9 @@ def queued_sync(source: Source) -> SourceSync:
 
 
 def test_a_curator_manages_only_their_channels_sources(two_sources, shared):
+    """A curator lists, adds, changes and deletes their channel's sources
+    (saved and deleted through the audited services) and reaches nothing of
+    another channel's: not its page, its deletion, nor the channel in the form."""
     public_source, secret_source = two_sources
     public, secret = public_source.channel, secret_source.channel
     curator = staff_member("carol", curates=public)
@@ -197,6 +200,10 @@ def test_a_curator_manages_only_their_channels_sources(two_sources, shared):
 
 
 def test_sync_now_queues_one_sync_for_those_who_may_change_the_source(two_sources):
+    """Sync now is a POST that queues one admin sync as the signed-in user;
+    again while it is queued says so and queues nothing; another channel's
+    source, a user without change_source, or one who curates nothing gets no
+    sync."""
     public_source, secret_source = two_sources
     curator = staff_member("carol", curates=public_source.channel)
     client = logged_in(curator)
@@ -241,6 +248,8 @@ def test_sync_now_queues_one_sync_for_those_who_may_change_the_source(two_source
 
 
 def test_sync_rows_are_read_only_and_scoped_to_the_channel(two_sources, admin_client):
+    """Sync rows show only the curated channels'; nobody adds or changes one;
+    a curator cannot delete one even with the permission, a superuser can."""
     public_source, secret_source = two_sources
     public_sync, secret_sync = queued_sync(public_source), queued_sync(secret_source)
     client = logged_in(staff_member("carol", curates=public_source.channel))
@@ -283,6 +292,8 @@ def test_sync_rows_are_read_only_and_scoped_to_the_channel(two_sources, admin_cl
 def test_a_folder_outside_the_declared_roots_is_refused_with_its_reason(
     make_channel, shared, tmp_path, admin_client
 ):
+    """A folder outside SOURCE_FOLDERS, named or reached through "..", is
+    refused with the reason on the form; nothing is saved or audited."""
     channel = make_channel("public")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -305,6 +316,9 @@ def test_a_folder_outside_the_declared_roots_is_refused_with_its_reason(
 def test_an_undeclared_store_or_a_bad_mapping_is_refused(
     make_channel, shared, admin_client
 ):
+    """The store is a choice of SOURCE_S3_STORES: another name is refused with
+    the reason, as a mapping naming a field the channel lacks or a malformed
+    path segment; a declared store saves its bucket and prefix from the line."""
     channel = make_channel("public", fields=[{"name": "product", "type": "string"}])
     page = admin_client.get(url("source_add")).content.decode()
     assert re.search(r"<option value=\"archive\">archive</option>", page)
@@ -348,6 +362,9 @@ def test_an_undeclared_store_or_a_bad_mapping_is_refused(
 
 
 def test_a_running_sync_shows_its_progress_counts_and_errors(two_sources, admin_client):
+    """A syncing row shows a progress bar (done of listed), its counts and
+    failed entries, and reloads itself; a listing one its entries so far; a
+    finished one stays put with its reason; the source's page and list link it."""
     source, _ = two_sources
     sync = queued_sync(source)
     SourceSync.objects.filter(pk=sync.pk).update(
@@ -404,6 +421,9 @@ def test_a_running_sync_shows_its_progress_counts_and_errors(two_sources, admin_
 def test_a_synced_document_shows_its_provenance(
     two_sources, admin_client, fake_embedder
 ):
+    """A synced document's page links its source and last sync, shows its key,
+    and links its source URL only when it is http(s); an upload has no source
+    part."""
     source, _ = two_sources
     sync = run_sync(queued_sync(source).pk)
     assert sync.status == Status.DONE, sync.reason
@@ -429,3 +449,22 @@ def test_a_synced_document_shows_its_provenance(
     uploaded = add_document(source.channel, title="Uploaded", pages=["By hand."])
     page = admin_client.get(url("document_change", uploaded.pk)).content.decode()
     assert "Key in source" not in page and "Last sync" not in page
+
+
+def test_the_lists_take_a_fixed_number_of_queries(
+    make_channel, shared, admin_client, django_assert_max_num_queries
+):
+    """The source and sync lists show each source's last sync and each sync's
+    source without a query per row."""
+    channel = make_channel("public")
+    for number in range(6):
+        source = folder_source(channel, shared / "public", f"manuals {number}")
+        for _ in range(2):
+            sync = queued_sync(source)
+            SourceSync.objects.filter(pk=sync.pk).update(status=Status.DONE)
+    with django_assert_max_num_queries(12):
+        page = admin_client.get(url("source_changelist")).content.decode()
+    assert page.count(">Done</span>") == 6
+    with django_assert_max_num_queries(12):
+        page = admin_client.get(url("sourcesync_changelist")).content.decode()
+    assert page.count(">Done</span>") == 12
