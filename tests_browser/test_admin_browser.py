@@ -372,3 +372,17 @@ def test_channel_form_offers_the_fields_being_typed(page, site, admin_data):
     assert [ticked.nth(i).get_attribute("value") for i in range(ticked.count())] == [
         "year"
     ]
+
+
+def test_the_source_form_shows_the_fields_of_the_kind_picked(page, site, admin_data):
+    """A new source's form shows the S3 store only for an S3 bucket and the
+    page budget only for a website, as the kind is picked."""
+    sign_in(page, site)
+    page.goto("/admin/documents/source/add/")
+    store, max_pages = ".form-row.field-store", ".form-row.field-max_pages"
+    page.select_option("#id_kind", "folder")
+    assert not page.is_visible(store) and not page.is_visible(max_pages)
+    page.select_option("#id_kind", "s3")
+    assert page.is_visible(store) and not page.is_visible(max_pages)
+    page.select_option("#id_kind", "web")
+    assert not page.is_visible(store) and page.is_visible(max_pages)
