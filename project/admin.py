@@ -10,6 +10,8 @@ MODEL_ORDER = [
     "document",
     "apikey",
     "signingrant",
+    "source",
+    "sourcesync",
     "feedback",
     "auditevent",
 ]

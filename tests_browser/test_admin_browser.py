@@ -49,6 +49,8 @@ class AdminData:
     channel_id: int
     handbook_id: int
     failed_id: int
+    source_id: int
+    sync_id: int
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +65,15 @@ def admin_data(site, django_db_blocker, tmp_path_factory):
     from oauth2_provider.models import get_application_model
 
     from documents.access import COMMAND_LINE
-    from documents.models import ApiKey, AuditEvent, Channel, Document, Feedback
+    from documents.models import (
+        ApiKey,
+        AuditEvent,
+        Channel,
+        Document,
+        Feedback,
+        Source,
+        SourceSync,
+    )
     from documents.services.documents import create_document
     from documents.services.feedback import submit_feedback
     from documents.services.grants import record_sign_in_grant
@@ -149,13 +159,52 @@ def admin_data(site, django_db_blocker, tmp_path_factory):
                 score=score,
                 comment=comment,
             )
+        # A scheduled source with a sync running, whose failed entries have
+        # long keys; the failed document came from it.
+        source = Source.objects.create(
+            channel=channel,
+            name="Maintenance manuals",
+            kind="folder",
+            config={"path": "/srv/quire/maintenance/manuals/aircraft/2026"},
+            metadata_map={"kind": "path:0"},
+            every_minutes=60,
+            next_sync_at=timezone.now() + timedelta(hours=1),
+        )
+        sync = SourceSync.objects.create(
+            source=source,
+            trigger=SourceSync.Trigger.ADMIN,
+            actor="playground-staff (admin)",
+            status=SourceSync.Status.SYNCING,
+            started_at=timezone.now(),
+            listed=1200,
+            processed=480,
+            added=470,
+            failed=10,
+            errors=[
+                {
+                    "key": "engines/turbofan/overhaul/" * 4 + f"manual-{n}.pdf",
+                    "reason": "The PDF is truncated: the file ends early.",
+                }
+                for n in range(10)
+            ],
+        )
+        Document.objects.filter(pk=failed.pk).update(
+            source=source,
+            source_key="engines/turbofan/overhaul/" * 4 + FAILED_FILE,
+            source_url="https://manuals.example.org/engines/turbofan/overhaul/"
+            + "section/" * 8,
+            source_sync=sync,
+        )
     yield AdminData(
         channel.pk,
         site.document_ids["faa-amt-handbook-self-locking-nuts.pdf"],
         failed.pk,
+        source.pk,
+        sync.pk,
     )
     with django_db_blocker.unblock():
         Document.objects.filter(pk__in=[failed.pk, pending.pk]).delete()
+        source.delete()  # and its syncs
         Channel.objects.filter(slug=NEW_CHANNEL).delete()
         Feedback.objects.filter(channel=channel, created_at__gte=started).delete()
         ApiKey.objects.filter(pk__in=[key.api_key.pk for key in keys]).delete()
@@ -177,6 +226,11 @@ def admin_pages(data: AdminData) -> dict[str, str]:
         "page-preview": f"{document}/pages/1/",
         "upload": "/admin/documents/document/upload/",
         "upload-files": f"/admin/documents/document/upload/?channel={data.channel_id}",
+        "sources": "/admin/documents/source/",
+        "source": f"/admin/documents/source/{data.source_id}/change/",
+        "source-add": "/admin/documents/source/add/",
+        "source-syncs": "/admin/documents/sourcesync/",
+        "source-sync": f"/admin/documents/sourcesync/{data.sync_id}/change/",
         "api-keys": "/admin/documents/apikey/",
         "api-key-add": "/admin/documents/apikey/add/",
         "sign-in-grants": "/admin/documents/signingrant/",
@@ -318,3 +372,17 @@ def test_channel_form_offers_the_fields_being_typed(page, site, admin_data):
     assert [ticked.nth(i).get_attribute("value") for i in range(ticked.count())] == [
         "year"
     ]
+
+
+def test_the_source_form_shows_the_fields_of_the_kind_picked(page, site, admin_data):
+    """A new source's form shows the S3 store only for an S3 bucket and the
+    page budget only for a website, as the kind is picked."""
+    sign_in(page, site)
+    page.goto("/admin/documents/source/add/")
+    store, max_pages = ".form-row.field-store", ".form-row.field-max_pages"
+    page.select_option("#id_kind", "folder")
+    assert not page.is_visible(store) and not page.is_visible(max_pages)
+    page.select_option("#id_kind", "s3")
+    assert page.is_visible(store) and not page.is_visible(max_pages)
+    page.select_option("#id_kind", "web")
+    assert not page.is_visible(store) and page.is_visible(max_pages)

@@ -1,6 +1,6 @@
-"""The Quire admin: channels, documents (upload, preview), API keys, sign-in
-grants, feedback, the audit trail. The site itself (name, landing page, list
-order) is project.admin's."""
+"""The Quire admin: channels, documents (upload, preview), sources and their
+syncs, API keys, sign-in grants, feedback, the audit trail. The site itself
+(name, landing page, list order) is project.admin's."""
 
 from documents.admin import (  # noqa: F401
     audit,
@@ -9,4 +9,5 @@ from documents.admin import (  # noqa: F401
     feedback,
     grants,
     keys,
+    sources,
 )

@@ -1,8 +1,10 @@
 """Documents: the upload form, status and counts, title and metadata, page
-preview, re-ingest, a new file (revision) and the revision history, delete."""
+preview, re-ingest, a new file (revision) and the revision history, where a
+synced document comes from, delete."""
 
 import json
 import mimetypes
+from urllib.parse import urlsplit
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -82,7 +84,14 @@ class DocumentAdmin(CuratedChannelsAdmin):
         "page_links",
         "ingested_at",
     ]
-    readonly_fields = [*detail_fields, *ingestion_fields, "revision_history"]
+    # A synced document's provenance (documents.services.sync).
+    source_fields = ["source_link", "source_key", "source_url_link", "last_sync"]
+    readonly_fields = [
+        *detail_fields,
+        *ingestion_fields,
+        *source_fields,
+        "revision_history",
+    ]
 
     def get_fieldsets(self, request, obj=None):
         ingestion = ["status_badge"]
@@ -93,11 +102,14 @@ class DocumentAdmin(CuratedChannelsAdmin):
             ingestion += ["has_text", "page_count", "chunk_count", "page_links"]
         if obj is not None and obj.ingested_at:
             ingestion.append("ingested_at")
-        return [
+        fieldsets = [
             (None, {"fields": self.detail_fields}),
             ("Ingestion", {"fields": ingestion}),
-            ("Revisions", {"fields": ["revision_history"]}),
         ]
+        if obj is not None and obj.source_id is not None:
+            fieldsets.append(("Source", {"fields": self.source_fields}))
+        fieldsets.append(("Revisions", {"fields": ["revision_history"]}))
+        return fieldsets
 
     # List columns
 
@@ -173,6 +185,36 @@ class DocumentAdmin(CuratedChannelsAdmin):
                     for row in rows
                 ),
             ),
+        )
+
+    @admin.display(description="Source")
+    def source_link(self, document: Document) -> str:
+        source = document.source
+        if source is None:
+            return "-"
+        url = reverse("admin:documents_source_change", args=[source.pk])
+        return format_html("<a href='{}'>{}</a>", url, source)
+
+    @admin.display(description="Source URL")
+    def source_url_link(self, document: Document) -> str:
+        # Only a web address is a link; anything else stays text.
+        if urlsplit(document.source_url).scheme not in ("http", "https"):
+            return document.source_url or "-"
+        return format_html(
+            "<a href='{}' rel='noreferrer noopener'>{}</a>",
+            document.source_url,
+            document.source_url,
+        )
+
+    @admin.display(description="Last sync")
+    def last_sync(self, document: Document) -> str:
+        sync = document.source_sync
+        if sync is None:
+            return "-"
+        url = reverse("admin:documents_sourcesync_change", args=[sync.pk])
+        when = sync.finished_at or sync.started_at or sync.created_at
+        return format_html(
+            "<a href='{}'>sync {}</a> {}", url, sync.pk, short_datetime(when)
         )
 
     @admin.display(description="Metadata")
