@@ -96,15 +96,6 @@ def duration(sync: SourceSync) -> str:
     return f"{seconds} s"
 
 
-def _editable_location(source: Source) -> str:
-    """The location as the form takes it back (config_for's input): an S3
-    source's line without the store, which the form picks apart."""
-    line = location_of(source.kind, source.config)
-    if source.kind == Kind.S3:
-        return line.removesuffix(f" in {source.config.get('store', '')}")
-    return line
-
-
 class SourceForm(forms.ModelForm):
     """The source form: one line of location turned into the kind's
     configuration by the registry, a store picked from those the operator
@@ -166,7 +157,7 @@ class SourceForm(forms.ModelForm):
             )
         source = self.instance
         if source.pk is not None:
-            self.initial.setdefault("location", _editable_location(source))
+            self.initial.setdefault("location", location_of(source.kind, source.config))
             self.initial.setdefault("store", source.config.get("store", ""))
             self.initial.setdefault("max_pages", source.config.get("max_pages"))
 

@@ -78,8 +78,10 @@ def check_source(source: Source) -> None:
 
 
 def describe(source: Source) -> str:
-    """The source as one line: kind and location."""
-    return f"{source.get_kind_display()} {location_of(source.kind, source.config)}"
+    """The source as one line: kind, location and, for a bucket, its store."""
+    line = f"{source.get_kind_display()} {location_of(source.kind, source.config)}"
+    store = source.config.get("store") if isinstance(source.config, dict) else None
+    return f"{line} in {store}" if store else line
 
 
 def save_source(*, source: Source, actor: Actor) -> Source:

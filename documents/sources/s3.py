@@ -126,8 +126,7 @@ class S3Source(Source):
 
     @staticmethod
     def location_of(config: Mapping[str, Any]) -> str:
-        where = f"s3://{config.get('bucket', '')}/{config.get('prefix', '')}"
-        return f"{where} in {config.get('store', '')}"
+        return f"s3://{config.get('bucket', '')}/{config.get('prefix', '')}"
 
     def list(self, known: Mapping[str, str] | None = None) -> Iterator[Entry | Skipped]:
         known = known or {}
