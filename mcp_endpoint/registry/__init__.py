@@ -77,6 +77,7 @@ class Registry:
     def __init__(self) -> None:
         self._entries: list[_Entry] = []
         self._definitions: dict[tuple, dict[str, dict]] = {}
+        self._tool_names: frozenset[str] = frozenset()
 
     def register(self, item: Any, *, channel_slugs: Iterable[str] | None = None):
         """Serve `item` (an instance) in every channel, or only in `channel_slugs`.
@@ -93,12 +94,14 @@ class Registry:
             switch_catalogue.offer(switch, tool=item.name)
         slugs = frozenset(channel_slugs) if channel_slugs is not None else None
         self._entries.append(_Entry(item, slugs))
+        self._named_tools()
         self.clear_definitions()
         return item
 
     def unregister(self, item: Any) -> None:
         key = self._key(item)
         self._entries = [e for e in self._entries if self._key(e.item) != key]
+        self._named_tools()
         if isinstance(item, Tool):
             switch_catalogue.withdraw(tool=item.name)
         self.clear_definitions()
@@ -173,7 +176,12 @@ class Registry:
 
     def tool_names(self) -> frozenset[str]:
         """Every tool registered, for any channel (bounding metric labels)."""
-        return frozenset(e.item.name for e in self._entries if isinstance(e.item, Tool))
+        return self._tool_names
+
+    def _named_tools(self) -> None:
+        self._tool_names = frozenset(
+            e.item.name for e in self._entries if isinstance(e.item, Tool)
+        )
 
     def tool(self, channel: Channel, name: Any) -> Tool | None:
         return next((t for t in self.tools(channel) if t.name == name), None)
