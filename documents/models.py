@@ -985,6 +985,8 @@ class SourceSync(models.Model):
         FAILED = "failed", "Failed"
 
     ACTIVE = (Status.QUEUED, Status.LISTING, Status.SYNCING)
+    # What happened to the entries, in the order a summary names them.
+    COUNTS = ("added", "revised", "unchanged", "removed", "kept", "failed")
 
     class Trigger(models.TextChoices):
         ADMIN = "admin", "Sync now (admin)"

@@ -49,7 +49,7 @@ def sync_counts(sync: SourceSync) -> str:
     return summary(sync) + kept
 
 
-COUNTS = ("added", "revised", "unchanged", "removed", "kept", "failed")
+COUNTS = SourceSync.COUNTS
 
 
 def short_counts(sync: SourceSync) -> str:
@@ -442,18 +442,7 @@ class SourceSyncAdmin(CuratedChannelsAdmin):
         ),
         (
             "Counts",
-            {
-                "fields": [
-                    "listed",
-                    "processed",
-                    "added",
-                    "revised",
-                    "unchanged",
-                    "removed",
-                    "kept",
-                    "failed",
-                ]
-            },
+            {"fields": ["listed", "processed", *SourceSync.COUNTS]},
         ),
         ("Errors", {"fields": ["reason", "errors_table"]}),
     ]

@@ -131,18 +131,7 @@ class Run:
             self.sync.save(update_fields=PROGRESS_FIELDS)
 
 
-PROGRESS_FIELDS = [
-    "status",
-    "listed",
-    "processed",
-    "added",
-    "revised",
-    "unchanged",
-    "removed",
-    "kept",
-    "failed",
-    "errors",
-]
+PROGRESS_FIELDS = ["status", "listed", "processed", *SourceSync.COUNTS, "errors"]
 
 
 def sync_actor(sync: SourceSync) -> Actor:

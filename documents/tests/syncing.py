@@ -67,12 +67,14 @@ def audited(action: str, document: Document | None = None) -> int:
     return rows.count()
 
 
-def run_worker(monkeypatch, **options) -> None:
+def run_worker(monkeypatch, **options) -> list[int]:
     """`manage.py ingest_worker --batch` in this process, until the queue is
-    empty or after `max_tasks` (recovery and the schedule at its start)."""
+    empty or after `max_tasks` (recovery and the schedule at its start);
+    returns the niceness it asked for (not applied to the test process)."""
     monkeypatch.setattr(db_worker, "close_old_connections", lambda: None)
     monkeypatch.setattr(ingest_worker, "close_old_connections", lambda: None)
-    monkeypatch.setattr(ingest_worker, "lower_priority", lambda niceness: None)
+    niceness: list[int] = []
+    monkeypatch.setattr(ingest_worker, "lower_priority", niceness.append)
     signals = (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGALRM)
     handlers = {sig: signal.getsignal(sig) for sig in signals}
     try:
@@ -90,3 +92,4 @@ def run_worker(monkeypatch, **options) -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
+    return niceness

@@ -15,11 +15,9 @@ import time
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.core.management import call_command
 from django.db import connection
 from django.tasks import TaskResultStatus
 from django.utils import timezone
-from django_tasks_db.management.commands import db_worker
 from django_tasks_db.models import DBTaskResult
 
 from documents import locks, tasks
@@ -35,6 +33,7 @@ from documents.services.recovery import (
     task_lease,
 )
 from documents.tests.fixtures import make_pdf
+from documents.tests.syncing import run_worker
 from documents.worker import LeasedWorker
 
 pytestmark = pytest.mark.django_db
@@ -133,35 +132,6 @@ def _simulate_killed_worker(document: Document, *, reingest: bool) -> DBTaskResu
     return row
 
 
-def _run_ingest_worker(monkeypatch, **options) -> list[int]:
-    """`manage.py ingest_worker --batch` in this process (recovery at start);
-    returns the niceness it asked for (not applied to the test process)."""
-    # The worker recycles connections; inside a test's transaction that would
-    # drop the data the test set up.
-    monkeypatch.setattr(db_worker, "close_old_connections", lambda: None)
-    monkeypatch.setattr(ingest_worker, "close_old_connections", lambda: None)
-    niceness: list[int] = []
-    monkeypatch.setattr(ingest_worker, "lower_priority", niceness.append)
-    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGALRM)
-    handlers = {sig: signal.getsignal(sig) for sig in signals}
-    try:
-        call_command(
-            "ingest_worker",
-            batch=True,
-            interval=0,
-            startup_delay=False,
-            reload=False,
-            recovery_interval=0,
-            verbosity=0,
-            **options,
-        )
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
-    return niceness
-
-
 def _rows(task, *statuses) -> list[DBTaskResult]:
     rows = DBTaskResult.objects.filter(task_path=task.module_path)
     if statuses:
@@ -194,9 +164,9 @@ def test_ingestion_left_by_a_killed_worker_is_requeued_and_completes(
     # The test's transaction never commits: the requeue's on_commit enqueue runs
     # when the capture ends, and a second worker run then picks the task up.
     with django_capture_on_commit_callbacks(execute=True):
-        _run_ingest_worker(monkeypatch)
+        run_worker(monkeypatch)
     # The worker steps back from the CPU (INGEST_WORKER_NICENESS, default 10).
-    assert _run_ingest_worker(monkeypatch) == [10]
+    assert run_worker(monkeypatch) == [10]
 
     orphan.refresh_from_db()
     assert orphan.status == TaskResultStatus.FAILED
@@ -225,8 +195,8 @@ def test_answers_preparation_left_by_a_killed_worker_is_requeued_and_completes(
     DBTaskResult.objects.get(pk=orphan.id).claim("dead-worker")
 
     with django_capture_on_commit_callbacks(execute=True):
-        _run_ingest_worker(monkeypatch)
-    _run_ingest_worker(monkeypatch)
+        run_worker(monkeypatch)
+    run_worker(monkeypatch)
 
     first, again = _rows(tasks.prepare_answers_task)
     assert first.status == TaskResultStatus.FAILED
@@ -380,7 +350,7 @@ def test_a_stopped_worker_hands_back_a_task_it_cannot_finish_in_time(
     task.enqueue(document.pk)
 
     with django_capture_on_commit_callbacks(execute=True):
-        _run_ingest_worker(monkeypatch)
+        run_worker(monkeypatch)
 
     stopped, again = _rows(task)
     assert stopped.status == TaskResultStatus.FAILED
@@ -406,7 +376,7 @@ def test_a_stopped_worker_lets_a_task_finish_within_the_bound(
     tasks.prepare_answers_task.enqueue(document.pk)
     tasks.prepare_answers_task.enqueue(document.pk)
 
-    _run_ingest_worker(monkeypatch)
+    run_worker(monkeypatch)
 
     first, second = _rows(tasks.prepare_answers_task)
     assert first.status == TaskResultStatus.SUCCESSFUL
@@ -428,11 +398,11 @@ def test_an_interrupted_upload_ingestion_goes_back_to_pending(
         patch.setattr(ingestion, "parse_file", _stop_worker_then(finish=False))
         tasks.ingest_document_task.enqueue(document.pk)
         with django_capture_on_commit_callbacks(execute=True):
-            _run_ingest_worker(monkeypatch)
+            run_worker(monkeypatch)
     document.refresh_from_db()
     assert document.status == Document.Status.PENDING
     assert "stopped" in document.status_reason
-    _run_ingest_worker(monkeypatch)
+    run_worker(monkeypatch)
     document.refresh_from_db()
     assert document.status == Document.Status.READY
     assert not DBTaskResult.objects.running().exists()
