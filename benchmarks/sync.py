@@ -137,7 +137,7 @@ class Requests(logging.Handler):
 
 
 def line(label: str, value: str) -> None:
-    print(f"{label:<58} {value}")
+    print(f"{label:<58} {value}", flush=True)
 
 
 def rate(count: int, seconds: float) -> str:
