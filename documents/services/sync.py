@@ -43,7 +43,6 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.db import transaction
-from django.db.models import Sum
 from django.utils import timezone
 
 from documents import locks
@@ -114,6 +113,14 @@ class Run:
     seen: set[str] = field(default_factory=set)
     renamed: set[str] = field(default_factory=set)
     last_write: float = 0.0
+    # The source's documents and their bytes, for its budget; only a sync
+    # writes this source's documents and one runs at a time (its lease).
+    held: int = 0
+    held_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        self.held = len(self.by_key)
+        self.held_bytes = sum(document.size for document in self.by_key.values())
 
     @property
     def source(self) -> Source:
@@ -268,14 +275,12 @@ def _apply(run: Run, reader, item: Entry | Skipped, gone: list[str], spool: str)
 def _check_budget(run: Run, size: int) -> None:
     """SOURCE_MAX_DOCUMENTS and SOURCE_MAX_BYTES, before a new entry is read
     (again with the real size once it is: a web page's is not known before)."""
-    held = Document.objects.filter(source=run.source)
-    if held.count() >= settings.SOURCE_MAX_DOCUMENTS:
+    if run.held >= settings.SOURCE_MAX_DOCUMENTS:
         raise EntryFailed(
             f"The source holds {settings.SOURCE_MAX_DOCUMENTS:,} documents, its "
             "budget (SOURCE_MAX_DOCUMENTS); this entry was not added."
         )
-    used = held.aggregate(total=Sum("size"))["total"] or 0
-    if used + size > settings.SOURCE_MAX_BYTES:
+    if run.held_bytes + size > settings.SOURCE_MAX_BYTES:
         raise EntryFailed(
             f"Adding it would pass the source's budget of "
             f"{settings.SOURCE_MAX_BYTES:,} bytes (SOURCE_MAX_BYTES); it was not "
@@ -344,6 +349,8 @@ def _add(run: Run, item: Entry, file: File, metadata: dict) -> None:
     except ValidationError as exc:
         raise EntryFailed(" ".join(exc.messages)) from None
     run.by_key[item.key] = document
+    run.held += 1
+    run.held_bytes += document.size
     run.sync.added += 1
 
 
@@ -355,7 +362,7 @@ def _revise(
     new_file = False
     if file is not None:
         try:
-            _, new_file = replace_document_file(
+            revision, new_file = replace_document_file(
                 document=document,
                 file=file,
                 actor=run.actor,
@@ -364,6 +371,8 @@ def _revise(
             )
         except ValidationError as exc:
             raise EntryFailed(" ".join(exc.messages)) from None
+        if new_file:  # the budget counts the newest file of each document
+            run.held_bytes += revision.size - document.size
     new_metadata = metadata != document.metadata
     if new_metadata:
         update_document(
@@ -403,6 +412,8 @@ def _remove(run: Run, gone: list[str]) -> str:
     for key in gone:
         document = run.by_key.pop(key)
         delete_document(document=document, actor=run.actor)
+        run.held -= 1
+        run.held_bytes -= document.size
         run.sync.removed += 1
         run.progress()
     return ""

@@ -203,7 +203,8 @@ class S3Source(Source):
         sidecar = sidecars.get(full_key + SIDECAR_SUFFIX)
         if sidecar is not None:
             version += f"+{sidecar['ETag'].strip('"')}"
-        metadata: dict[str, Any] = {}
+        # The key's folders below the prefix, as a folder source gives them.
+        metadata: dict[str, Any] = {"path_segments": key.split("/")[:-1]}
         content_type = None
         if known.get(key) != version:
             try:

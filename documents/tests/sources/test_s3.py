@@ -53,9 +53,9 @@ def test_listings_follow_adds_changes_removals_renames_and_metadata(store):
     source.page_size = 2
     first = listing(source)
     assert set(first) == {"pump.txt", "valve.txt", "valve.txt-old"}
-    assert first["valve.txt-old"].metadata == {}
-    assert first["pump.txt"].metadata == {"model": "P-1"}
-    assert first["valve.txt"].metadata == {"year": 2025}
+    assert first["valve.txt-old"].metadata == {"path_segments": []}
+    assert first["pump.txt"].metadata == {"path_segments": [], "model": "P-1"}
+    assert first["valve.txt"].metadata == {"path_segments": [], "year": 2025}
     assert first["pump.txt"].size == 7
     assert source.open(first["pump.txt"]).read() == b"Pump r1"
 
@@ -82,7 +82,7 @@ def test_listings_follow_adds_changes_removals_renames_and_metadata(store):
     )
     third = listing(source)
     assert third["new.txt"].version != second["new.txt"].version
-    assert third["new.txt"].metadata == {"model": "N-1"}
+    assert third["new.txt"].metadata == {"path_segments": [], "model": "N-1"}
 
 
 def test_a_listing_with_versions_known_asks_nothing_per_object(store):

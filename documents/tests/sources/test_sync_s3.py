@@ -152,3 +152,27 @@ def test_an_unchanged_sync_of_many_objects_downloads_nothing(
     assert during, "the listing reached the server"
     assert {method for method, _, _ in during} == {"GET"}
     assert all("list-type=2" in query for _, _, query in during), during
+
+
+def test_object_key_folders_map_to_fields_as_a_folders_do(make_channel, store):
+    """`path:N` names the Nth folder of the key below the prefix, for a
+    bucket as for a folder."""
+    bucket, client = store
+    channel = make_channel(
+        fields=[
+            {"name": "product", "type": "string"},
+            {"name": "year", "type": "number"},
+        ]
+    )
+    put(client, bucket, "manuals/pumps/2024/p100.txt", b"The P100 pump manual.")
+    source = add_source(
+        channel,
+        "s3",
+        {"store": "archive", "bucket": bucket, "prefix": "manuals/"},
+        metadata_map={"product": "path:0", "year": "path:1"},
+    )
+    row = sync(source)
+    assert counts(row) == (1, 0, 0, 0, 0), row.errors
+    (document,) = by_key(source).values()
+    assert document.source_key == "pumps/2024/p100.txt"
+    assert document.metadata == {"product": "pumps", "year": 2024}
