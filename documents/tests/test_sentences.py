@@ -1,5 +1,7 @@
 """documents.generation.sentences: the units an answer can quote."""
 
+import pytest
+
 from documents.generation.sentences import Kind, split_sentences
 from documents.tests.shared_pdfs import page_text
 
@@ -91,3 +93,77 @@ def test_table_rows_are_rows_and_contents_lines_with_figures_too():
     assert "Texas 21,550 56,941 146,982" in rows
     assert any(row.startswith("AFM revisions") for row in rows)
     assert texts(text, Kind.HEADING) == ["State Permit Handgun Totals"]
+
+
+# --- The examples of issue 22 ----------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True, reason="lines around a table are cut at every line break"
+)
+def test_vs_at_the_start_of_a_line_under_a_table_stays_in_its_sentence(shared_data):
+    """Under the LayoutParser paper's model-zoo table, the footnote "(the
+    trade-off between accuracy\\nvs. computational cost)" is one sentence: the
+    table's rows around it never cut it at the line break, so no unit starts
+    with "vs." (issue 22: a quote began "vs. computational cost). For …")."""
+    path = shared_data / "pdfs/text/unstructured__layout-parser-paper-with-table.pdf"
+    units = texts(page_text(path, 1))
+    assert not any(unit.startswith("vs.") for unit in units)
+    assert any(
+        "the trade-off between accuracy vs. computational cost)." in unit
+        for unit in units
+    )
+
+
+def test_abbreviations_never_end_a_sentence():
+    """ "vs.", "e.g.", "i.e.", "No.", "Fig.", "et al." and "cf." stay inside
+    their sentence, also when a line break follows them."""
+    text = (
+        "Speed vs.\nCost matters, e.g.\nLatency, i.e. the wait. See Fig.\n"
+        "3 and No.\n5 in Smith et al.\n(2020), cf.\nthe table above."
+    )
+    assert texts(text) == [
+        "Speed vs. Cost matters, e.g. Latency, i.e. the wait.",
+        "See Fig. 3 and No. 5 in Smith et al. (2020), cf. the table above.",
+    ]
+
+
+@pytest.mark.xfail(strict=True, reason="verse lines are headings; no LINE kind yet")
+def test_verse_lines_are_units(shared_data):
+    """A poem's lines, each a paragraph of its own (as the Waste Land's EPUB
+    has them), are quotable lines, not headings: "April is the cruellest month,
+    breeding" can be quoted (issue 22)."""
+    text = (
+        "## I. THE BURIAL OF THE DEAD\n\n"
+        "April is the cruellest month, breeding\n\n"
+        "Lilacs out of the dead land, mixing\n\n"
+        "Memory and desire, stirring\n\n"
+        "Dull roots with spring rain.\n\n"
+        "Winter kept us warm, covering\n"
+    )
+    units = split_sentences(text)
+    assert [u.text for u in units if u.kind == Kind.HEADING] == [
+        "## I. THE BURIAL OF THE DEAD"
+    ]
+    april = next(u for u in units if u.text.startswith("April"))
+    assert april.text == "April is the cruellest month, breeding"
+    assert april.kind == Kind.LINE and april.quotable
+
+
+@pytest.mark.xfail(strict=True, reason="no CAPTION kind yet; the label is a row")
+def test_a_figure_caption_is_a_caption_not_a_sentence():
+    """ "Figure 7-26. Self-locking nuts." under the handbook's drawing is one
+    caption, never a quotable sentence "Self-locking nuts." (issue 22)."""
+    text = (
+        "Elastic anchor nut\n"
+        "Figure 7-26. Self-locking nuts. Figure 7-27. Stainless steel "
+        "self-locking nut.\n7-45"
+    )
+    units = split_sentences(text)
+    assert "Self-locking nuts." not in [u.text for u in units]
+    captions = [u.text for u in units if u.kind == Kind.CAPTION]
+    assert captions[:2] == [
+        "Figure 7-26. Self-locking nuts.",
+        "Figure 7-27. Stainless steel self-locking nut.",
+    ]
+    assert not any(u.quotable for u in units if u.kind == Kind.CAPTION)
