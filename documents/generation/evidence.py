@@ -151,7 +151,9 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
             title, previous_chunk = None, chunk.chunk_id
         if unit.kind in (Kind.HEADING, Kind.QUESTION):
             title = unit
-        elif unit.kind == Kind.SENTENCE or (unit.kind == Kind.ROW and figures):
+        elif unit.kind in (Kind.SENTENCE, Kind.LINE) or (
+            unit.kind == Kind.ROW and figures
+        ):
             # A table row answers only a question asking for a figure or date.
             candidates.append(_Candidate(unit, chunk, page, rank, title))
     wanted = terms(query)
