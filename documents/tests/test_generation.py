@@ -491,9 +491,6 @@ def wasteland(make_channel, shared_data):
     return channel
 
 
-@pytest.mark.xfail(
-    strict=True, reason="verse lines are headings to the splitter, never quoted"
-)
 @pytest.mark.parametrize(
     "question", ["Which month is the cruellest?", "April is the cruellest month"]
 )
@@ -535,7 +532,6 @@ def test_symptoms_or_causes_is_answered_by_the_chapters_own_sentence(
     assert "indicates the symptom" in _quotes(answer)[0]
 
 
-@pytest.mark.xfail(strict=True, reason='the caption after "Figure 7-26." is a sentence')
 def test_a_caption_is_never_the_first_quote(make_channel):
     """ "How do self-locking nuts work?" on the handbook page never quotes the
     caption "Self-locking nuts." first (issue 22), and quotes no heading."""
