@@ -221,8 +221,10 @@ def fit_threshold(channels: dict, questions: list[dict]) -> float:
             continue
         chunks = evidence_chunks(channels[question["channel"]], question["question"])
         items = evidence.gather(question["question"], chunks)
-        best.append(items[0].score if items else 0.0)
-    return round(max(best, default=0.0) + 0.01, 3)
+        best.append((items[0].score if items else 0.0, question["question"]))
+    for score, text in sorted(best, reverse=True)[:3]:
+        print(f"  fit half, off-topic best evidence {score:.3f}: {text}")
+    return round(max(best, default=(0.0, ""))[0] + 0.01, 3)
 
 
 def retriever_top5(channels: dict, questions: list[dict]) -> None:
@@ -528,6 +530,8 @@ def main() -> int:
     args = parser.parse_args()
 
     env = stack.boot("answers", EMBEDDING_THREADS="0")
+    from django.conf import settings
+
     channels = build_channels(args.rebuild)
     key = issue_key(channels)
     questions = json.loads(QUESTIONS.read_text())["questions"]
@@ -545,6 +549,9 @@ def main() -> int:
         + (" (given)" if args.threshold is not None else " (fitted on the fit half)")
     )
     env["ANSWER_MIN_SCORE"] = f"{threshold:.3f}"
+    # The server's answer cache is keyed on the threshold: ask() must empty
+    # the entry the server will look up.
+    settings.ANSWER_MIN_SCORE = float(env["ANSWER_MIN_SCORE"])
     retriever_top5(channels, questions)
     port = stack.free_port()
     server = stack.start_web(env, workers=1, port=port)

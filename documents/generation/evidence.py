@@ -152,9 +152,10 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
         if unit.kind in (Kind.HEADING, Kind.QUESTION):
             title = unit
         elif unit.kind in (Kind.SENTENCE, Kind.LINE) or (
-            unit.kind == Kind.ROW and figures
+            unit.kind == Kind.ROW and (figures or unit.table_row)
         ):
-            # A table row answers only a question asking for a figure or date.
+            # A line of figures answers only a question asking for a figure or
+            # date; a table's row whatever its cells hold.
             candidates.append(_Candidate(unit, chunk, page, rank, title))
     wanted = terms(query)
     if not candidates or not wanted:

@@ -44,11 +44,20 @@ class Sentence:
     kind: Kind
 
     @property
+    def table_row(self) -> bool:
+        """A row of a Markdown table: it answers whatever its cells hold."""
+        return self.kind == Kind.ROW and self.text.startswith("|")
+
+    @property
     def quotable(self) -> bool:
         return self.kind in (Kind.SENTENCE, Kind.ROW, Kind.LINE)
 
 
 _MARKDOWN_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+# A Markdown table's line ("| Alice | 35 |") and its rule ("| --- | --- |"):
+# how Word, PowerPoint, Excel and HTML tables are read.
+_TABLE_LINE = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_RULE = re.compile(r"^\s*\|(?:\s*:?-+:?\s*\|)+\s*$")
 _DOT_LEADERS = re.compile(r"(?:\.\s?){4,}")
 _ENDS_SENTENCE = re.compile(r"[.!?:;…][\"'”’)\]]*$")
 _ENDS_CLAUSE = re.compile(r"[,–—-]$")
@@ -159,7 +168,17 @@ def split_sentences(text: str) -> list[Sentence]:
         line = text[start:end]
         previous = text[slice(*lines[index - 1])] if index else None
         following = text[slice(*lines[index + 1])] if index + 1 < len(lines) else None
-        if index in verse:
+        if _TABLE_LINE.match(line):
+            if block_start is not None:
+                units.extend(_block(text, block_start, start))
+                block_start = None
+            if not _TABLE_RULE.match(line):
+                # The header (the line above the rule) titles the rows under it.
+                header = following is not None and bool(_TABLE_RULE.match(following))
+                units.append(
+                    _unit(text, start, end, Kind.HEADING if header else Kind.ROW)
+                )
+        elif index in verse:
             if block_start is not None:
                 units.extend(_block(text, block_start, start))
                 block_start = None

@@ -158,3 +158,23 @@ def test_a_figure_caption_is_a_caption_not_a_sentence():
     assert captions[0] == "Figure 7-26. Self-locking nuts."
     assert captions[1].startswith("Figure 7-27. Stainless steel self-locking nut.")
     assert not any(u.quotable for u in units if u.kind == Kind.CAPTION)
+
+
+def test_a_tables_rows_are_rows_under_their_header():
+    """A spreadsheet or Word table, read as a Markdown table, is a header that
+    titles its rows and one row per line; the rule between them is nothing."""
+    text = (
+        "# Main\n\n"
+        "| Person | Age | Location |\n"
+        "| --- | --- | --- |\n"
+        "| Anton Antich | 23 | Switzerland |\n"
+        "| James Bond | 35 | Moscow |\n"
+    )
+    units = split_sentences(text)
+    assert [(u.kind, u.text) for u in units] == [
+        (Kind.HEADING, "# Main"),
+        (Kind.HEADING, "| Person | Age | Location |"),
+        (Kind.ROW, "| Anton Antich | 23 | Switzerland |"),
+        (Kind.ROW, "| James Bond | 35 | Moscow |"),
+    ]
+    assert all(u.table_row and u.quotable for u in units[2:])
