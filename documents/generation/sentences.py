@@ -77,14 +77,16 @@ _ABBREVIATION_END = re.compile(
     r"(?:\b(?:vs|e\.g|i\.e|No|Nos|Fig|Figs|cf|Cf|al|approx|resp)\.)$"
 )
 _CLOSED = re.compile(r"[.!?…][\"'”’)\]]*$")
-# A run of at least VERSE_MIN_LINES lines of at most VERSE_MAX_CHARS and of
-# VERSE_MIN_WORDS words on average, most starting with a capital and most
-# running on without a full stop, is verse (or a list without full stops).
+# A run of at least VERSE_MIN_LINES lines of at most VERSE_MAX_CHARS, most
+# of VERSE_MIN_WORDS words or more (a glossary's terms are shorter), most
+# starting with a capital and most running on without a full stop, is verse
+# (or a list without full stops).
 VERSE_MIN_LINES = 4
 VERSE_MAX_CHARS = 80
 VERSE_MIN_WORDS = 4
 VERSE_UPPER_SHARE = 0.7
 VERSE_OPEN_SHARE = 0.5
+VERSE_LONG_SHARE = 0.75
 HEADING_MAX_WORDS = 10
 MIN_WORDS = 3
 # Bling Fire finds no boundary in a table or a list without full stops; longer
@@ -213,11 +215,11 @@ def _verse_lines(text: str, lines: list[tuple[int, int]]) -> set[int]:
         shown = [text[slice(*lines[i])].strip() for i in run]
         upper = sum(1 for line in shown if _starts_upper(line)) / len(shown)
         open_ = sum(1 for line in shown if not _CLOSED.search(line)) / len(shown)
-        words = sum(len(line.split()) for line in shown) / len(shown)
+        long = sum(1 for line in shown if len(line.split()) >= VERSE_MIN_WORDS)
         if (
             upper >= VERSE_UPPER_SHARE
             and open_ >= VERSE_OPEN_SHARE
-            and words >= VERSE_MIN_WORDS
+            and long / len(shown) >= VERSE_LONG_SHARE
         ):
             verse.update(run)
 

@@ -517,7 +517,8 @@ def test_what_must_be_inspected_on_the_737_max(make_channel):
 
 
 @pytest.mark.xfail(
-    strict=True, reason="sentences about root causes and e-mail alerts score best"
+    strict=True,
+    reason="a sentence naming both (catching symptoms, not causes) scores best",
 )
 def test_symptoms_or_causes_is_answered_by_the_chapters_own_sentence(
     make_channel, shared_data
