@@ -68,9 +68,14 @@ _FIGURE = re.compile(r"\d[\d,.%]*")
 _RUN_ON = frozenset(
     "a an and as at by for from in into of on or that the to with".split()
 )
-_CAPTION = re.compile(
-    r"^(?:Figure|Fig\.|Table|Chart|Exhibit|Plate)\s+[A-Z]?\d+(?:[-–.]\d+)*[.:]"
+_CAPTION_LABEL = (
+    r"(?:Figure|Fig\.|Table|Chart|Exhibit|Plate)\s+[A-Z]?\d+(?:[-–.]\d+)*[.:]"
 )
+_CAPTION = re.compile("^" + _CAPTION_LABEL)
+# A label on a line of its own that Bling Fire left at the end of the text
+# before it (the drawing's own labels, then "Figure 7-26."): what follows is
+# the caption. At the end of a sentence ("as shown in Fig. 5.") it is none.
+_CAPTION_AT_END = re.compile(r"\n\s*" + _CAPTION_LABEL + r"\s*$")
 # Bling Fire keeps these inside a sentence, but a line cut can still end a
 # unit on one: it never ends a sentence.
 _ABBREVIATION_END = re.compile(
@@ -283,12 +288,16 @@ def _block(text: str, start: int, end: int) -> list[Sentence]:
     units = [unit for unit in units if unit.text]
     joined: list[Sentence] = []
     pending: Sentence | None = None
+    labelled = False
     for unit in units:
         if pending is not None:
             combined = f"{pending.text} {unit.text}"
             kind = Kind.CAPTION if pending.kind == Kind.CAPTION else _kind(combined)
             unit = Sentence(combined, pending.start, unit.end, kind)
             pending = None
+        if labelled:
+            unit = replace(unit, kind=Kind.CAPTION)
+        labelled = bool(_CAPTION_AT_END.search(text[unit.start : unit.end]))
         caption = _CAPTION.match(unit.text)
         if caption:
             unit = replace(unit, kind=Kind.CAPTION)

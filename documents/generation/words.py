@@ -44,9 +44,10 @@ _DURATION = re.compile(
     re.I,
 )
 _FIGURE = re.compile(r"\d")
-# A year not followed by "-23-51" (document numbers), a month and day, or d/m/y.
+# A year not followed by "-23-51" or "–NM–035" (document numbers), a month and
+# day, or d/m/y.
 _DATE = re.compile(
-    r"\b(?:1[5-9]|20)\d\d\b(?![–-]\d)|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct"
+    r"\b(?:1[5-9]|20)\d\d\b(?![–-]\w)|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct"
     r"|nov|dec)[a-z]*\.? \d|\b\d{1,2}/\d{1,2}/\d{2,4}\b",
     re.I,
 )

@@ -160,6 +160,20 @@ def test_a_figure_caption_is_a_caption_not_a_sentence():
     assert not any(u.quotable for u in units if u.kind == Kind.CAPTION)
 
 
+def test_a_caption_after_the_drawings_labels_is_a_caption():
+    """When the drawing's labels run into "Figure 7-26." (as on the handbook's
+    page), the text after the label is still the caption, not a sentence."""
+    text = (
+        "This\nTightened nut\nUntightened nut\nElastic anchor nut\n"
+        "Figure 7-26. Self-locking nuts."
+    )
+    units = split_sentences(text)
+    nuts = next(u for u in units if u.text.endswith("Self-locking nuts."))
+    assert nuts.kind == Kind.CAPTION and not nuts.quotable
+    text = "The fit is a straight line as shown in Fig. 5. It follows Langmuir."
+    assert texts(text, Kind.SENTENCE)[-1] == "It follows Langmuir."
+
+
 def test_a_tables_rows_are_rows_under_their_header():
     """A spreadsheet or Word table, read as a Markdown table, is a header that
     titles its rows and one row per line; the rule between them is nothing."""
