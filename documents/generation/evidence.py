@@ -24,7 +24,14 @@ from documents.generation.sentences import (
     split_sentences,
 )
 from documents.generation.vectors import embedded_text, vectors_for
-from documents.generation.words import FIGURES, answer_types, terms, typed
+from documents.generation.words import (
+    DEFINITION,
+    FIGURES,
+    answer_types,
+    is_choice,
+    terms,
+    typed,
+)
 from documents.ingestion import embeddings
 from documents.regions import PageSource, load_pages
 from documents.results import RetrievedChunk
@@ -36,6 +43,9 @@ LEXICAL_WEIGHT = 0.2
 TITLE_WEIGHT = 0.5
 TYPE_WEIGHT = 0.3
 RANK_PENALTY = 0.04
+# A heading holding this share of the question's weight of words, and nothing
+# else, names the term a "what is" question asks about.
+GLOSSARY = 0.99
 # Candidates scored by meaning (embedded), out of those that score best
 # without the model.
 EMBED_BUDGET = 24
@@ -151,8 +161,11 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
             title, previous_chunk = None, chunk.chunk_id
         if unit.kind in (Kind.HEADING, Kind.QUESTION):
             title = unit
-        elif unit.kind == Kind.SENTENCE or (unit.kind == Kind.ROW and figures):
-            # A table row answers only a question asking for a figure or date.
+        elif unit.kind in (Kind.SENTENCE, Kind.LINE) or (
+            unit.kind == Kind.ROW and (figures or unit.table_row)
+        ):
+            # A line of figures answers only a question asking for a figure or
+            # date; a table's row whatever its cells hold.
             candidates.append(_Candidate(unit, chunk, page, rank, title))
     wanted = terms(query)
     if not candidates or not wanted:
@@ -169,7 +182,24 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
             title_terms = terms(candidate.title.text) & wanted
             candidate.title_lexical = sum(weight[t] for t in title_terms) / total
         if expected:
-            candidate.typed = typed(candidate.unit.text, expected, wanted)
+            # A row naming both alternatives of a choice is a table's header
+            # ("| Symptom | Cause |"), not what tells them apart.
+            asked = (
+                [p for p in expected if not is_choice(p)]
+                if candidate.unit.kind == Kind.ROW
+                else expected
+            )
+            candidate.typed = typed(candidate.unit.text, asked, wanted) if asked else 0
+            # In a glossary the term is the heading and the definition the
+            # sentence under it ("Black-box monitoring" / "Testing externally
+            # visible behavior …"): that sentence is what "what is" asks for.
+            if (
+                DEFINITION in expected
+                and candidate.title is not None
+                and candidate.title_lexical >= GLOSSARY
+                and terms(candidate.title.text) <= wanted
+            ):
+                candidate.typed = 1.0
         candidate.cheap = (
             candidate.lexical
             + 0.5 * candidate.title_lexical

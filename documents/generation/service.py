@@ -21,7 +21,7 @@ _question_threads = ThreadPoolExecutor(thread_name_prefix="embed-question")
 # An answer looks for its evidence in at least this many chunks.
 ANSWER_CHUNKS = 32
 # Part of every cache key: bump it when answers are written differently.
-ANSWER_FORMAT = 2
+ANSWER_FORMAT = 3
 
 
 def get_generator(channel: Channel) -> Generator:

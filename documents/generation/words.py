@@ -3,7 +3,8 @@
 `terms` are the stemmed content words (the lexical score); `answer_types` are
 the patterns a sentence holding the answer is expected to contain: a duration
 for "how long", a figure for "how many", a date for "when", a person for "who",
-a reason for "why", a definition for "what is …?".
+a reason for "why", a definition for "what is …?", both alternatives for "…
+symptoms or causes?".
 """
 
 import functools
@@ -43,9 +44,10 @@ _DURATION = re.compile(
     re.I,
 )
 _FIGURE = re.compile(r"\d")
-# A year not followed by "-23-51" (document numbers), a month and day, or d/m/y.
+# A year not followed by "-23-51" or "–NM–035" (document numbers), a month and
+# day, or d/m/y.
 _DATE = re.compile(
-    r"\b(?:1[5-9]|20)\d\d\b(?![–-]\d)|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct"
+    r"\b(?:1[5-9]|20)\d\d\b(?![–-]\w)|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct"
     r"|nov|dec)[a-z]*\.? \d|\b\d{1,2}/\d{1,2}/\d{2,4}\b",
     re.I,
 )
@@ -87,6 +89,7 @@ _ASKS = [
     ),
 ]
 FIGURES = (_DURATION, _FIGURE, _DATE)
+DEFINITION = _DEFINITION
 # Two capitalised words are weak evidence of a name.
 _ASK_WEIGHT = {_PERSON: 0.5}
 
@@ -120,6 +123,35 @@ def typed(text: str, expected: list[re.Pattern], wanted: set[str]) -> float:
     return found / len(expected)
 
 
+_CHOICE = re.compile(r"([^\W\d_]+)\s+or\s+([^\W\d_]+)\s*\??\s*$", re.I)
+
+
+_CHOICE_MARK = "(?=.*"
+
+
+def _choice(query: str) -> re.Pattern | None:
+    """For a question ending in a choice ("… symptoms or causes?"), a pattern
+    matching a sentence that names both alternatives: the one that tells them
+    apart, not one about either alone."""
+    match = _CHOICE.search(query)
+    if match is None:
+        return None
+    stems = [next(iter(terms(word)), "") for word in match.groups()]
+    if not all(stems) or stems[0] == stems[1]:
+        return None
+    return re.compile(
+        "".join(rf"{_CHOICE_MARK}\b{re.escape(stem)})" for stem in stems),
+        re.I | re.S,
+    )
+
+
+def is_choice(pattern: re.Pattern) -> bool:
+    """Whether `pattern` is a choice's (both alternatives named)."""
+    return pattern.pattern.startswith(_CHOICE_MARK)
+
+
 def answer_types(query: str) -> list[re.Pattern]:
     """Patterns a sentence answering `query` is expected to contain."""
-    return [gives for asks, gives in _ASKS if asks.search(query)]
+    found = [gives for asks, gives in _ASKS if asks.search(query)]
+    choice = _choice(query)
+    return [*found, choice] if choice is not None else found

@@ -73,6 +73,39 @@ def test_selection_puts_the_best_first_and_keeps_to_the_budget(faq):
     assert [c.text for c in short] == ["The clinic is on Main Street."]
 
 
+def test_a_choice_asks_for_both_alternatives():
+    """ "… symptoms or causes?" asks for the sentence naming both, not for one
+    about either alone (issue 22's SRE book example)."""
+    choice = words.answer_types("Should alerts be based on symptoms or causes?")
+    wanted = words.terms("Should alerts be based on symptoms or causes?")
+    both = 'The "what\'s broken" indicates the symptom; the "why" is a cause.'
+    assert words.typed(both, choice, wanted) == 1.0
+    assert words.typed("Find the root causes of the problem.", choice, wanted) == 0
+    assert words.answer_types("Is it black or black?") == []
+
+
+def test_a_glossary_entry_defines_its_heading(make_channel, fake_embedder):
+    """Under the term "Black-box monitoring", the sentence that follows is its
+    definition: it holds what "What is black-box monitoring?" asks for, though
+    it names neither word (the SRE book's definitions, issue 22)."""
+    channel = make_channel("glossary")
+    add_document(
+        channel,
+        title="Definitions",
+        pages=[
+            "Definitions\n\nWhite-box monitoring\nMonitoring based on metrics "
+            "exposed by the internals of the system.\nBlack-box monitoring\n"
+            "Testing externally visible behavior as a user would see it.\n"
+        ],
+    )
+    question = "What is black-box monitoring?"
+    found = evidence.gather(question, evidence_chunks(channel, question))
+    definition = next(i for i in found if i.text.startswith("Testing externally"))
+    internals = next(i for i in found if i.text.startswith("Monitoring based"))
+    assert definition.typed == 1.0
+    assert internals.typed < 1.0
+
+
 def test_prepared_sentences_are_never_embedded_again(faq, fake_embedder, monkeypatch):
     """prepare_document keeps a vector for every sentence and heading; answers
     then read them from the database instead of calling the embedder."""

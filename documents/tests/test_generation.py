@@ -479,3 +479,66 @@ def test_the_chat_model_sees_the_best_evidence_first_and_no_weak_evidence(
     refused = answer_question(guide, "xylophone zeppelin")
     assert len(requests) == 1
     assert refused.citations == [] and refused.text.endswith(NO_REFERENCES)
+
+
+# --- The examples of issue 22, on the shared documents ----------------------------
+
+
+@pytest.fixture
+def wasteland(make_channel, shared_data):
+    channel = make_channel("wasteland")
+    _ingest(channel, shared_data / "office/epub/pandoc__wasteland.epub")
+    return channel
+
+
+@pytest.mark.parametrize(
+    "question", ["Which month is the cruellest?", "April is the cruellest month"]
+)
+def test_a_verse_line_is_quoted(wasteland, question):
+    """The Waste Land's first line answers which month is the cruellest: the
+    verse line is quoted first, not "No references found" (issue 22)."""
+    answer = answer_question(wasteland, question)
+    assert _quotes(answer)[0].startswith("April is the cruellest month")
+
+
+@pytest.mark.xfail(
+    strict=True, reason="a nearby sentence about the readiness flight scores best"
+)
+def test_what_must_be_inspected_on_the_737_max(make_channel):
+    """The demo's own question (docs/mcp-clients.md) is answered first with the
+    test the FAA proposes (the AOA sensor system test), not with the sentence
+    about mechanical irregularities after the readiness flight (issue 22)."""
+    channel = make_channel("nprm")
+    _ingest(channel, DEMO_DOCUMENTS / "faa-nprm-2020-17221-boeing-airworthiness.pdf")
+    answer = answer_question(channel, "What must be inspected on the 737 MAX?")
+    first = _quotes(answer)[0].lower()
+    assert "sensor system test" in first
+    assert not first.startswith("(2) after the operational readiness flight")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a sentence naming both (catching symptoms, not causes) scores best",
+)
+def test_symptoms_or_causes_is_answered_by_the_chapters_own_sentence(
+    make_channel, shared_data
+):
+    """In the SRE book's monitoring chapter, "Should alerts be based on symptoms
+    or causes?" quotes first the sentence naming both: 'The "what's broken"
+    indicates the symptom; the "why" indicates a (possibly intermediate)
+    cause.' (issue 22)."""
+    channel = make_channel("sre")
+    _ingest(channel, shared_data / "office/html/readability__google-sre-book-1.html")
+    answer = answer_question(channel, "Should alerts be based on symptoms or causes?")
+    assert "indicates the symptom" in _quotes(answer)[0]
+
+
+def test_a_caption_is_never_the_first_quote(make_channel):
+    """ "How do self-locking nuts work?" on the handbook page never quotes the
+    caption "Self-locking nuts." first (issue 22), and quotes no heading."""
+    channel = make_channel("nuts")
+    _ingest(channel, DEMO_DOCUMENTS / "faa-amt-handbook-self-locking-nuts.pdf")
+    answer = answer_question(channel, "How do self-locking nuts work?")
+    quotes = _quotes(answer)
+    assert quotes and not quotes[0].startswith("Self-locking nuts.")
+    assert "Self-locking nuts." not in quotes

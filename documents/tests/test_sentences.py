@@ -91,3 +91,104 @@ def test_table_rows_are_rows_and_contents_lines_with_figures_too():
     assert "Texas 21,550 56,941 146,982" in rows
     assert any(row.startswith("AFM revisions") for row in rows)
     assert texts(text, Kind.HEADING) == ["State Permit Handgun Totals"]
+
+
+# --- The examples of issue 22 ----------------------------------------------------
+
+
+def test_vs_at_the_start_of_a_line_under_a_table_stays_in_its_sentence(shared_data):
+    """Under the LayoutParser paper's model-zoo table, the footnote "(the
+    trade-off between accuracy\\nvs. computational cost)" is one sentence: the
+    table's rows around it never cut it at the line break, so no unit starts
+    with "vs." (issue 22: a quote began "vs. computational cost). For …")."""
+    path = shared_data / "pdfs/text/unstructured__layout-parser-paper-with-table.pdf"
+    units = texts(page_text(path, 1))
+    assert not any(unit.startswith("vs.") for unit in units)
+    assert any(
+        "the trade-off between accuracy vs. computational cost)." in unit
+        for unit in units
+    )
+
+
+def test_abbreviations_never_end_a_sentence():
+    """ "vs.", "e.g.", "i.e.", "No.", "Fig.", "et al." and "cf." stay inside
+    their sentence, also when a line break follows them."""
+    text = (
+        "Speed vs.\nCost matters, e.g.\nLatency, i.e. the wait. See Fig.\n"
+        "3 and No.\n5 in Smith et al.\n(2020), cf.\nthe table above."
+    )
+    assert texts(text) == [
+        "Speed vs. Cost matters, e.g. Latency, i.e. the wait.",
+        "See Fig. 3 and No. 5 in Smith et al. (2020), cf. the table above.",
+    ]
+
+
+def test_verse_lines_are_units(shared_data):
+    """A poem's lines, each a paragraph of its own (as the Waste Land's EPUB
+    has them), are quotable lines, not headings: "April is the cruellest month,
+    breeding" can be quoted (issue 22)."""
+    text = (
+        "## I. THE BURIAL OF THE DEAD\n\n"
+        "April is the cruellest month, breeding\n\n"
+        "Lilacs out of the dead land, mixing\n\n"
+        "Memory and desire, stirring\n\n"
+        "Dull roots with spring rain.\n\n"
+        "Winter kept us warm, covering\n"
+    )
+    units = split_sentences(text)
+    assert [u.text for u in units if u.kind == Kind.HEADING] == [
+        "## I. THE BURIAL OF THE DEAD"
+    ]
+    april = next(u for u in units if u.text.startswith("April"))
+    assert april.text == "April is the cruellest month, breeding"
+    assert april.kind == Kind.LINE and april.quotable
+
+
+def test_a_figure_caption_is_a_caption_not_a_sentence():
+    """ "Figure 7-26. Self-locking nuts." under the handbook's drawing is one
+    caption, never a quotable sentence "Self-locking nuts." (issue 22)."""
+    text = (
+        "Elastic anchor nut\n"
+        "Figure 7-26. Self-locking nuts. Figure 7-27. Stainless steel "
+        "self-locking nut.\n7-45"
+    )
+    units = split_sentences(text)
+    assert "Self-locking nuts." not in [u.text for u in units]
+    captions = [u.text for u in units if u.kind == Kind.CAPTION]
+    assert captions[0] == "Figure 7-26. Self-locking nuts."
+    assert captions[1].startswith("Figure 7-27. Stainless steel self-locking nut.")
+    assert not any(u.quotable for u in units if u.kind == Kind.CAPTION)
+
+
+def test_a_caption_after_the_drawings_labels_is_a_caption():
+    """When the drawing's labels run into "Figure 7-26." (as on the handbook's
+    page), the text after the label is still the caption, not a sentence."""
+    text = (
+        "This\nTightened nut\nUntightened nut\nElastic anchor nut\n"
+        "Figure 7-26. Self-locking nuts."
+    )
+    units = split_sentences(text)
+    nuts = next(u for u in units if u.text.endswith("Self-locking nuts."))
+    assert nuts.kind == Kind.CAPTION and not nuts.quotable
+    text = "The fit is a straight line as shown in Fig. 5. It follows Langmuir."
+    assert texts(text, Kind.SENTENCE)[-1] == "It follows Langmuir."
+
+
+def test_a_tables_rows_are_rows_under_their_header():
+    """A spreadsheet or Word table, read as a Markdown table, is a header that
+    titles its rows and one row per line; the rule between them is nothing."""
+    text = (
+        "# Main\n\n"
+        "| Person | Age | Location |\n"
+        "| --- | --- | --- |\n"
+        "| Anton Antich | 23 | Switzerland |\n"
+        "| James Bond | 35 | Moscow |\n"
+    )
+    units = split_sentences(text)
+    assert [(u.kind, u.text) for u in units] == [
+        (Kind.HEADING, "# Main"),
+        (Kind.HEADING, "| Person | Age | Location |"),
+        (Kind.ROW, "| Anton Antich | 23 | Switzerland |"),
+        (Kind.ROW, "| James Bond | 35 | Moscow |"),
+    ]
+    assert all(u.table_row and u.quotable for u in units[2:])
