@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,13 +31,31 @@ from documents.ingestion.reader.protocol import Request
 
 # Pixels Tesseract is given at most (a 300 dpi A3 page is 17.4 million).
 MAX_OCR_PIXELS = 40_000_000
-# A reading below this mean word confidence (0-100) is tried the other way up.
-POOR_CONFIDENCE = 55.0
+# A reading with at least this mean word confidence (0-100) is kept without
+# trying the page another way round (upright pages of the shared data: 85 and
+# more; the same pages read upside down or sideways: under 60).
+SURE_CONFIDENCE = 75.0
+# Rows of ink must be this much sharper than columns (or the other way) for the
+# direction of the lines to be taken as known; otherwise all four ways are tried.
+AXIS_MARGIN = 1.5
+# Pages over twice this size (pixels) are compared the other way round on a
+# band of at least this height (a quarter of the page), not read whole.
+PROBE_PIXELS = 800
+# Lines the layout found but read as nothing that are read again on their own,
+# at most, per page.
+MAX_RECOVERED_LINES = 20
+# A line read again is kept if its words' mean confidence is at least this.
+RECOVERED_CONFIDENCE = 40.0
 # Share of neighbouring pixels that differ above which a page is noise, not text
 # (text pages of the shared data: under 0.1).
 NOISE_TRANSITIONS = 0.3
+# A page is read in colour when more than COLOUR_SHARE of its pixels have
+# channels further apart than COLOUR_CHROMA (the bill's subpixel-smoothed text:
+# 9% of its pixels over 30).
+COLOUR_CHROMA = 30
+COLOUR_SHARE = 0.01
 # Skew looked for, in degrees either way.
-MAX_SKEW = 8.0
+MAX_SKEW = 12.0
 
 
 @dataclass
@@ -126,34 +145,46 @@ class Engine:
     def read(self, image: Image.Image, *, number: int, dpi: int) -> Reading | None:
         """The page's text read from `image`, or None (nothing read, or OCR not
         possible within the limits: the reason goes into notes())."""
-        image = _prepared(image)
-        if _blank(image) or _noise(image):
+        grey = _prepared(image, "L")
+        if _blank(grey) or _noise(grey):
             return None
         # Pages drawn alike (one scan or form repeated) are read once.
-        key = (hashlib.blake2b(image.tobytes(), digest_size=16).digest(), dpi)
+        key = (hashlib.blake2b(grey.tobytes(), digest_size=16).digest(), dpi)
         if key in self.seen:
             return copy.deepcopy(self.seen[key])
         if not self.can_read(number):
             return None
         self.pages_read += 1
-        self.seen[key] = reading = self._read(image, number=number, dpi=dpi)
+        # Text drawn with colour fringes (a screenshot's subpixel smoothing)
+        # loses strokes in a grey copy ("01Aug" read "Q1Aug"); Tesseract's own
+        # thresholding of each colour channel keeps them.
+        page = _prepared(image, "RGB") if _coloured(image) else grey
+        self.seen[key] = reading = self._read(grey, page, number=number, dpi=dpi)
         return reading
 
-    def _read(self, image: Image.Image, *, number: int, dpi: int) -> Reading | None:
+    def _read(
+        self, grey: Image.Image, page: Image.Image, *, number: int, dpi: int
+    ) -> Reading | None:
         deadline = time.monotonic() + min(
             self.request.ocr_page_timeout, max(1.0, self.request.seconds_left())
         )
-        angle = skew_angle(image)
+        level = levelling(grey)
+        tries = level.tries()
+        languages = self.request.ocr_languages
         try:
-            best = _read_turned(
-                image, 0, angle, self.request.ocr_languages, dpi, deadline
+            first = _read_turned(
+                page, tries[0], level.skew_for(tries[0]), languages, dpi, deadline
             )
-            if best.confidence < POOR_CONFIDENCE:
-                turned = _read_turned(
-                    image, 180, angle, self.request.ocr_languages, dpi, deadline
-                )
-                if turned.score > best.score:
-                    best = turned
+            best = first
+            if first.confidence < SURE_CONFIDENCE:
+                for degrees in self._other_ways(page, level, tries, dpi, deadline):
+                    other = _read_turned(
+                        page, degrees, level.skew_for(degrees), languages, dpi, deadline
+                    )
+                    if other.score > best.score:
+                        best = other
+                    if best.confidence >= SURE_CONFIDENCE:
+                        break
         except subprocess.TimeoutExpired:
             self.timed_out.append(number)
             return None
@@ -161,6 +192,34 @@ class Engine:
             self.failed.append(number)
             return None
         return best if best.text.strip() else None
+
+    def _other_ways(
+        self,
+        page: Image.Image,
+        level: "Levelling",
+        tries: list[int],
+        dpi: int,
+        deadline: float,
+    ) -> list[int]:
+        """The ways round to read a page whose first reading was poor: a small
+        page is read every way until one is sure; a large one is compared on a
+        band of its text, and only the likeliest way is read whole (a large page
+        is read at most twice)."""
+        if max(page.size) <= 2 * PROBE_PIXELS:
+            return tries[1:]
+        probes = {
+            degrees: _probe(
+                page,
+                degrees,
+                level.skew_for(degrees),
+                self.request.ocr_languages,
+                dpi,
+                deadline,
+            ).score
+            for degrees in tries
+        }
+        likeliest = max(tries, key=probes.__getitem__)
+        return [] if likeliest == tries[0] else [likeliest]
 
     def notes(self) -> list[str]:
         notes = []
@@ -196,8 +255,8 @@ def _count(numbers: list[int], noun: str = "Page") -> str:
     return f"{noun}s {shown}{more}" if noun == "Page" else f"{len(numbers)} pages"
 
 
-def _prepared(image: Image.Image) -> Image.Image:
-    image = image.convert("L")
+def _prepared(image: Image.Image, mode: str) -> Image.Image:
+    image = image.convert(mode)
     pixels = image.width * image.height
     if pixels > MAX_OCR_PIXELS:
         factor = (MAX_OCR_PIXELS / pixels) ** 0.5
@@ -206,6 +265,19 @@ def _prepared(image: Image.Image) -> Image.Image:
             Image.Resampling.BILINEAR,
         )
     return image
+
+
+def _coloured(image: Image.Image) -> bool:
+    """Whether a share of the page's pixels are clearly coloured, not grey."""
+    if image.mode not in ("RGB", "RGBA", "P", "CMYK", "YCbCr", "LAB", "HSV"):
+        return False
+    import numpy as np
+
+    thumb = image.convert("RGB")
+    thumb.thumbnail((800, 800))
+    pixels = np.asarray(thumb, dtype=np.int16)
+    chroma = pixels.max(axis=2) - pixels.min(axis=2)
+    return float((chroma > COLOUR_CHROMA).mean()) > COLOUR_SHARE
 
 
 def _blank(image: Image.Image) -> bool:
@@ -227,9 +299,34 @@ def _noise(image: Image.Image) -> bool:
     return float((ink[:, 1:] != ink[:, :-1]).mean()) > NOISE_TRANSITIONS
 
 
-def skew_angle(image: Image.Image) -> float:
-    """Degrees to turn the page (counter-clockwise) so that its text lines are
-    level: the angle whose rows of ink are the most sharply separated."""
+@dataclass(frozen=True)
+class Levelling:
+    """Which way a page's lines run and how far they lean: `vertical` when they
+    run up or down the image (a page turned a quarter), `sure` when one
+    direction is clearly sharper; `row_skew` and `column_skew` level the lines
+    in either case (degrees counter-clockwise)."""
+
+    vertical: bool = False
+    sure: bool = False
+    row_skew: float = 0.0
+    column_skew: float = 0.0
+
+    def tries(self) -> list[int]:
+        """The quarter turns (counter-clockwise) to read the page in, likeliest
+        first: the lines' direction either way up, then the other direction
+        unless it is ruled out."""
+        along = [90, 270] if self.vertical else [0, 180]
+        across = [0, 180] if self.vertical else [90, 270]
+        return along if self.sure else along + across
+
+    def skew_for(self, degrees: int) -> float:
+        return self.column_skew if degrees in (90, 270) else self.row_skew
+
+
+def levelling(image: Image.Image) -> Levelling:
+    """How the page's text lines lie, from projection profiles: turned by the
+    right angle, a page's rows (or columns) of ink change sharply from line to
+    gap, and far more sharply along the lines than across them."""
     import numpy as np  # only here: the reader starts quicker without it
 
     thumb = image.copy()
@@ -237,18 +334,56 @@ def skew_angle(image: Image.Image) -> float:
     ink = (np.asarray(thumb) < 128).astype(np.uint8) * 255
     share = ink.mean() / 255
     if not 0.002 < share < 0.4:
-        return 0.0
+        return Levelling()
     inked = Image.fromarray(ink)
+    profiles: dict[float, tuple[float, float]] = {}
 
-    def sharpness(angle: float) -> float:
-        rows = np.asarray(
-            inked.rotate(angle, resample=Image.Resampling.NEAREST), dtype=np.float64
-        ).sum(axis=1)
-        return float(np.square(np.diff(rows)).sum())
+    def sharpness(angle: float) -> tuple[float, float]:
+        angle = round(float(angle), 2)
+        if angle not in profiles:
+            turned = np.asarray(
+                inked.rotate(angle, resample=Image.Resampling.NEAREST),
+                dtype=np.float64,
+            )
+            profiles[angle] = (
+                float(np.square(np.diff(turned.sum(axis=1))).sum()),
+                float(np.square(np.diff(turned.sum(axis=0))).sum()),
+            )
+        return profiles[angle]
 
-    coarse = max(np.arange(-MAX_SKEW, MAX_SKEW + 0.01, 0.5), key=sharpness)
-    fine = max(np.arange(coarse - 0.4, coarse + 0.41, 0.1), key=sharpness)
-    return round(float(fine), 1) if abs(fine) >= 0.3 else 0.0
+    def finest(axis: int) -> tuple[float, float]:
+        best = max(
+            np.arange(-MAX_SKEW, MAX_SKEW + 0.01, 1.0), key=lambda a: sharpness(a)[axis]
+        )
+        for step, span in ((0.5, 0.5), (0.1, 0.4)):
+            best = max(
+                np.arange(best - span, best + span + 0.01, step),
+                key=lambda a: sharpness(a)[axis],
+            )
+        angle = round(float(best), 1)
+        return (angle if abs(angle) >= 0.3 else 0.0), sharpness(best)[axis]
+
+    row_skew, rows = finest(0)
+    column_skew, columns = finest(1)
+    vertical = columns > rows
+    sure = max(rows, columns) >= AXIS_MARGIN * max(min(rows, columns), 1e-9)
+    return Levelling(vertical, sure, row_skew, column_skew)
+
+
+def skew_angle(image: Image.Image) -> float:
+    """Degrees to turn the page (counter-clockwise) so that its text lines are
+    level."""
+    level = levelling(image)
+    return level.column_skew if level.vertical else level.row_skew
+
+
+def _turned(image: Image.Image, degrees: int, skew: float) -> Image.Image:
+    turned = image.rotate(degrees, expand=True) if degrees else image
+    if skew:
+        turned = turned.rotate(
+            skew, expand=True, fillcolor="white", resample=Image.Resampling.BICUBIC
+        )
+    return turned
 
 
 def _read_turned(
@@ -261,11 +396,7 @@ def _read_turned(
 ) -> Reading:
     """Read the image turned by `degrees` (a right angle) and levelled by
     `skew`; the boxes come back in the fractions of the image as given."""
-    turned = image.rotate(degrees, expand=True) if degrees else image
-    if skew:
-        turned = turned.rotate(
-            skew, expand=True, fillcolor=255, resample=Image.Resampling.BICUBIC
-        )
+    turned = _turned(image, degrees, skew)
     reading = _tesseract(turned, languages, dpi, deadline)
     if skew:
         upright = image.size if degrees in (0, 180) else image.size[::-1]
@@ -278,6 +409,31 @@ def _read_turned(
             [start, end, *_unturn(box, degrees)] for start, end, *box in reading.lines
         ]
     return reading
+
+
+def _probe(
+    image: Image.Image,
+    degrees: int,
+    skew: float,
+    languages: str,
+    dpi: int,
+    deadline: float,
+) -> Reading:
+    """A quick reading of the inkiest band of the page turned by `degrees`
+    (the whole page if it is small): enough text to tell which way is up."""
+    import numpy as np
+
+    turned = _turned(image, degrees, skew)
+    if turned.height > PROBE_PIXELS:
+        rows = (np.asarray(turned.convert("L")) < 128).sum(axis=1)
+        window = max(PROBE_PIXELS, turned.height // 4)
+        sums = np.convolve(rows, np.ones(window), mode="valid")
+        top = int(sums.argmax())
+        turned = turned.crop((0, top, turned.width, top + window))
+    tsv = _run_tesseract(
+        turned, ["-l", languages, "--psm", "6", "--dpi", str(dpi)], deadline
+    )
+    return parse_tsv(tsv, turned.size)
 
 
 def _unskew(
@@ -319,25 +475,57 @@ def _unturn(box: list[float], degrees: int) -> list[float]:
 def _tesseract(
     image: Image.Image, languages: str, dpi: int, deadline: float
 ) -> Reading:
+    """The page read as laid out (`--psm 3`: blocks, then lines, no orientation
+    detection: the page is upright by now). A line the layout found whose words
+    came back empty (a table row under a dashed rule, say) is read again on its
+    own across its block (`--psm 7`), so that no row is lost silently."""
+    tsv = _run_tesseract(
+        image, ["-l", languages, "--psm", "3", "--dpi", str(dpi)], deadline
+    )
+    recovered = 0
+
+    def recover(line: list[int], block: list[int] | None) -> list[tuple[str, float]]:
+        nonlocal recovered
+        if recovered >= MAX_RECOVERED_LINES:
+            return []
+        left, top, width, height = line
+        if height < 6 or width < 8:
+            return []
+        recovered += 1
+        if block is not None:
+            left, width = block[0], block[2]
+        pad = max(2, height // 6)
+        box = (
+            max(0, left - pad),
+            max(0, top - pad),
+            min(image.width, left + width + pad),
+            min(image.height, top + height + pad),
+        )
+        band = _run_tesseract(
+            image.crop(box),
+            ["-l", languages, "--psm", "7", "--dpi", str(dpi)],
+            deadline,
+        )
+        words = [
+            (word, confidence) for word, confidence in _words(band) if confidence >= 0
+        ]
+        letters = sum(ch.isalnum() for word, _ in words for ch in word)
+        mean = sum(c for _, c in words) / len(words) if words else 0.0
+        return words if letters >= 2 and mean >= RECOVERED_CONFIDENCE else []
+
+    return parse_tsv(tsv, image.size, recover=recover)
+
+
+def _run_tesseract(image: Image.Image, options: list[str], deadline: float) -> str:
+    """Tesseract's TSV for the image, within the page's deadline."""
     timeout = deadline - time.monotonic()
     if timeout <= 0:
         raise subprocess.TimeoutExpired("tesseract", 0)
     with tempfile.TemporaryDirectory(prefix="quire-ocr-") as tmp:
-        source = Path(tmp) / "page.pgm"
+        source = Path(tmp) / "page.pnm"
         image.save(source)  # uncompressed: quickest to write and to read
         process = subprocess.Popen(
-            [
-                "tesseract",
-                str(source),
-                "stdout",
-                "-l",
-                languages,
-                "--psm",
-                "1",
-                "--dpi",
-                str(dpi),
-                "tsv",
-            ],
+            ["tesseract", str(source), "stdout", *options, "tsv"],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env=_tesseract_env(),
@@ -350,17 +538,11 @@ def _tesseract(
             raise
     if process.returncode != 0:
         raise OSError(f"tesseract exited with {process.returncode}")
-    return parse_tsv(output.decode("utf-8", errors="replace"), image.size)
+    return output.decode("utf-8", errors="replace")
 
 
-def parse_tsv(tsv: str, size: tuple[int, int]) -> Reading:
-    """Text and line boxes from Tesseract's TSV output: words joined by spaces,
-    lines by newlines, paragraphs and blocks by a blank line."""
-    width, height = size
-    rows = csv.DictReader(io.StringIO(tsv), delimiter="\t", quoting=csv.QUOTE_NONE)
-    lines: dict[tuple, dict] = {}
-    order: list[tuple] = []
-    for row in rows:
+def _rows(tsv: str):
+    for row in csv.DictReader(io.StringIO(tsv), delimiter="\t", quoting=csv.QUOTE_NONE):
         try:
             level = int(row["level"])
             key = (int(row["block_num"]), int(row["par_num"]), int(row["line_num"]))
@@ -368,14 +550,45 @@ def parse_tsv(tsv: str, size: tuple[int, int]) -> Reading:
             confidence = float(row["conf"])
         except (KeyError, TypeError, ValueError):
             continue
-        if level == 4:
-            lines[key] = {"box": box, "words": []}
+        yield level, key, box, confidence, (row.get("text") or "").strip()
+
+
+def _words(tsv: str) -> list[tuple[str, float]]:
+    return [
+        (text, confidence)
+        for level, _key, _box, confidence, text in _rows(tsv)
+        if level == 5 and text
+    ]
+
+
+def parse_tsv(
+    tsv: str,
+    size: tuple[int, int],
+    recover: Callable[[list[int], list[int] | None], list[tuple[str, float]]]
+    | None = None,
+) -> Reading:
+    """Text and line boxes from Tesseract's TSV output: words joined by spaces,
+    lines by newlines, paragraphs and blocks by a blank line. A line with words
+    that all came back empty is handed to `recover` (its box and its block's, in
+    pixels), whose words, if any, take its place."""
+    width, height = size
+    lines: dict[tuple, dict] = {}
+    blocks: dict[int, list[int]] = {}
+    order: list[tuple] = []
+    for level, key, box, confidence, word in _rows(tsv):
+        if level == 2:
+            blocks[key[0]] = box
+        elif level == 4:
+            lines[key] = {"box": box, "words": [], "blank": False}
             order.append(key)
-        elif level == 5 and (word := (row.get("text") or "").strip()):
-            line = lines.setdefault(key, {"box": box, "words": []})
+        elif level == 5:
+            line = lines.setdefault(key, {"box": box, "words": [], "blank": False})
             if key not in order:
                 order.append(key)
-            line["words"].append((word, confidence))
+            if word:
+                line["words"].append((word, confidence))
+            else:
+                line["blank"] = True
     text = ""
     out_lines: list[list] = []
     weighted = letters = 0.0
@@ -384,6 +597,8 @@ def parse_tsv(tsv: str, size: tuple[int, int]) -> Reading:
     heights: list[tuple[int, int, str]] = []  # (height, words, text) per line
     for key in order:
         line = lines[key]
+        if not line["words"] and line["blank"] and recover is not None:
+            line["words"] = recover(line["box"], blocks.get(key[0]))
         if not line["words"]:
             continue
         if previous is not None:
@@ -391,6 +606,8 @@ def parse_tsv(tsv: str, size: tuple[int, int]) -> Reading:
         start = len(text)
         text += " ".join(word for word, _ in line["words"])
         left, top, box_width, box_height = line["box"]
+        if line["blank"] and key[0] in blocks:  # read again across its block
+            left, box_width = blocks[key[0]][0], blocks[key[0]][2]
         out_lines.append(
             [
                 start,
