@@ -1,11 +1,16 @@
 """OCR with Tesseract (Debian's tesseract-ocr package), run from the reader child.
 
 Chosen by measurement against rapidocr (benchmarks/ocr.py prints the figures):
-Tesseract keeps the reading order of columns and tables and reads pages turned
-by 90 degrees (its orientation detection, `--psm 1`); upside-down pages, where
-that detection gives up on little text, are read again turned by 180 degrees
-when the first reading is poor. Each page runs under its own time limit, and
-Tesseract inherits the child's memory limit.
+Tesseract keeps the reading order of columns and tables. Which way a page is
+turned and how far it leans are decided from the page itself: projection
+profiles of its ink say whether its lines run across or down the image and
+level them (up to MAX_SKEW degrees); the page is then read upright by its
+lines' direction (`--psm 3`), and read another way round (all four ways when
+the direction is unclear) while no reading is sure, keeping the reading with
+the best confidence over its letters. A large page is tried on a band of its
+text first, so that it is read whole at most twice. Lines the layout found but
+read as nothing are read again alone. Each page runs under its own time limit,
+and Tesseract inherits the child's memory limit.
 
 Lines come back with their boxes as fractions of the image, in the orientation
 of the image given (the page image as stored), whichever way it was read.
@@ -32,14 +37,14 @@ from documents.ingestion.reader.protocol import Request
 # Pixels Tesseract is given at most (a 300 dpi A3 page is 17.4 million).
 MAX_OCR_PIXELS = 40_000_000
 # A reading with at least this mean word confidence (0-100) is kept without
-# trying the page another way round (upright pages of the shared data: 85 and
-# more; the same pages read upside down or sideways: under 60).
+# trying the page another way round (the upright pages of the shared data read
+# at 84 to 96).
 SURE_CONFIDENCE = 75.0
 # Rows of ink must be this much sharper than columns (or the other way) for the
 # direction of the lines to be taken as known; otherwise all four ways are tried.
 AXIS_MARGIN = 1.5
-# Pages over twice this size (pixels) are compared the other way round on a
-# band of at least this height (a quarter of the page), not read whole.
+# Pages over twice this size (pixels) are first tried on a band of their text
+# at least this tall (a quarter of the page), then read whole.
 PROBE_PIXELS = 800
 # Lines the layout found but read as nothing that are read again on their own,
 # at most, per page.
@@ -169,57 +174,50 @@ class Engine:
             self.request.ocr_page_timeout, max(1.0, self.request.seconds_left())
         )
         level = levelling(grey)
-        tries = level.tries()
         languages = self.request.ocr_languages
         try:
-            first = _read_turned(
-                page, tries[0], level.skew_for(tries[0]), languages, dpi, deadline
-            )
-            best = first
-            if first.confidence < SURE_CONFIDENCE:
-                for degrees in self._other_ways(page, level, tries, dpi, deadline):
-                    other = _read_turned(
-                        page, degrees, level.skew_for(degrees), languages, dpi, deadline
-                    )
-                    if other.score > best.score:
-                        best = other
-                    if best.confidence >= SURE_CONFIDENCE:
-                        break
+            best: Reading | None = None
+            for degrees in self._ways(page, level, dpi, deadline):
+                reading = _read_turned(
+                    page, degrees, level.skew_for(degrees), languages, dpi, deadline
+                )
+                if best is None or reading.score > best.score:
+                    best = reading
+                if best.confidence >= SURE_CONFIDENCE:
+                    break
         except subprocess.TimeoutExpired:
             self.timed_out.append(number)
             return None
         except (OSError, subprocess.SubprocessError, ValueError):
             self.failed.append(number)
             return None
-        return best if best.text.strip() else None
+        return best if best is not None and best.text.strip() else None
 
-    def _other_ways(
-        self,
-        page: Image.Image,
-        level: "Levelling",
-        tries: list[int],
-        dpi: int,
-        deadline: float,
+    def _ways(
+        self, page: Image.Image, level: "Levelling", dpi: int, deadline: float
     ) -> list[int]:
-        """The ways round to read a page whose first reading was poor: a small
-        page is read every way until one is sure; a large one is compared on a
-        band of its text, and only the likeliest way is read whole (a large page
-        is read at most twice)."""
+        """The ways round to read the page whole, in order, until one reads
+        surely. A small page is read each way the lines allow; a large one,
+        where a reading the wrong way round is a long reading of noise, is
+        first tried on a band of its text, and read whole at most twice: the
+        first way whose band reads surely, else the two best."""
+        tries = level.tries()
         if max(page.size) <= 2 * PROBE_PIXELS:
-            return tries[1:]
-        probes = {
-            degrees: _probe(
+            return tries
+        scores: dict[int, float] = {}
+        for degrees in tries:
+            probe = _probe(
                 page,
                 degrees,
                 level.skew_for(degrees),
                 self.request.ocr_languages,
                 dpi,
                 deadline,
-            ).score
-            for degrees in tries
-        }
-        likeliest = max(tries, key=probes.__getitem__)
-        return [] if likeliest == tries[0] else [likeliest]
+            )
+            if probe.confidence >= SURE_CONFIDENCE:
+                return [degrees]
+            scores[degrees] = probe.score
+        return sorted(tries, key=scores.__getitem__, reverse=True)[:2]
 
     def notes(self) -> list[str]:
         notes = []
@@ -411,6 +409,18 @@ def _read_turned(
     return reading
 
 
+def _inkiest_band(image: Image.Image, height: int) -> Image.Image:
+    """The band of `height` rows of the image with the most ink (the whole
+    image if it is not taller)."""
+    import numpy as np
+
+    if image.height <= height:
+        return image
+    rows = (np.asarray(image.convert("L")) < 128).sum(axis=1)
+    top = int(np.convolve(rows, np.ones(height), mode="valid").argmax())
+    return image.crop((0, top, image.width, top + height))
+
+
 def _probe(
     image: Image.Image,
     degrees: int,
@@ -421,15 +431,9 @@ def _probe(
 ) -> Reading:
     """A quick reading of the inkiest band of the page turned by `degrees`
     (the whole page if it is small): enough text to tell which way is up."""
-    import numpy as np
 
     turned = _turned(image, degrees, skew)
-    if turned.height > PROBE_PIXELS:
-        rows = (np.asarray(turned.convert("L")) < 128).sum(axis=1)
-        window = max(PROBE_PIXELS, turned.height // 4)
-        sums = np.convolve(rows, np.ones(window), mode="valid")
-        top = int(sums.argmax())
-        turned = turned.crop((0, top, turned.width, top + window))
+    turned = _inkiest_band(turned, max(PROBE_PIXELS, turned.height // 4))
     tsv = _run_tesseract(
         turned, ["-l", languages, "--psm", "6", "--dpi", str(dpi)], deadline
     )
