@@ -448,9 +448,11 @@ def bom_encoding(data: bytes) -> str | None:
 
 
 def html_encoding(data: bytes, declared: str | None = None) -> str | None:
-    """The encoding of an HTML file, in the HTML standard's order: a byte-order
-    mark, then the charset the upload declared, then a <meta> charset near the
-    start; None when nothing says (the reader then guesses from the bytes).
+    """The encoding of an HTML file: a byte-order mark, then the charset the
+    upload declared, then UTF-8 if the bytes are UTF-8 (a page saved again as
+    UTF-8 often keeps its old <meta>, and legacy text is almost never valid
+    UTF-8), then a <meta> charset near the start; None when nothing says (the
+    reader then guesses from the bytes).
 
     A <meta> naming UTF-16 or UTF-32 in a file without a byte-order mark was
     read in an ASCII-compatible encoding to be found at all, so it means UTF-8
@@ -459,6 +461,13 @@ def html_encoding(data: bytes, declared: str | None = None) -> str | None:
         return encoding
     if declared and (known := _known_encoding(declared)):
         return known
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            return "utf-8"
     match = _META_CHARSET.search(data, 0, _META_BYTES)
     if match is None:
         return None

@@ -253,6 +253,7 @@ def test_html_binary_data_is_still_refused(tmp_path):
         ),
         (b'<meta charset="utf-16"><p>no byte-order mark', None, "utf-8"),
         (b'<meta charset="latin-1">', "utf-8", "utf-8"),
+        ('<meta charset="gb2312"><p>已存为 UTF-8'.encode(), None, "utf-8"),
         (b'<meta charset="no-such-thing">', None, None),
         (b"<html><p>nothing said", None, None),
     ],

@@ -7,8 +7,9 @@ profiles of its ink say whether its lines run across or down the image and
 level them (up to MAX_SKEW degrees); the page is then read upright by its
 lines' direction (`--psm 3`), and read another way round (all four ways when
 the direction is unclear) while no reading is sure, keeping the reading with
-the best confidence over its letters. A large page is tried on a band of its
-text first, so that it is read whole at most twice. Lines the layout found but
+the best confidence over its letters. A large page read poorly is compared
+the other ways round at half its resolution, so that it is read whole at most
+twice. Lines the layout found but
 read as nothing are read again alone. Each page runs under its own time limit,
 and Tesseract inherits the child's memory limit.
 
@@ -43,8 +44,8 @@ SURE_CONFIDENCE = 75.0
 # Rows of ink must be this much sharper than columns (or the other way) for the
 # direction of the lines to be taken as known; otherwise all four ways are tried.
 AXIS_MARGIN = 1.5
-# Pages over twice this size (pixels) are first tried on a band of their text
-# at least this tall (a quarter of the page), then read whole.
+# Pages over twice this size (pixels) that read poorly are compared the other
+# ways round at half their resolution, not read whole each way.
 PROBE_PIXELS = 800
 # Lines the layout found but read as nothing that are read again on their own,
 # at most, per page.
@@ -176,48 +177,51 @@ class Engine:
         level = levelling(grey)
         languages = self.request.ocr_languages
         try:
-            best: Reading | None = None
-            for degrees in self._ways(page, level, dpi, deadline):
-                reading = _read_turned(
-                    page, degrees, level.skew_for(degrees), languages, dpi, deadline
-                )
-                if best is None or reading.score > best.score:
-                    best = reading
-                if best.confidence >= SURE_CONFIDENCE:
-                    break
+            tries = level.tries()
+            best = _read_turned(
+                page, tries[0], level.skew_for(tries[0]), languages, dpi, deadline
+            )
+            if best.confidence < SURE_CONFIDENCE:
+                for degrees in self._other_ways(page, level, dpi, deadline):
+                    reading = _read_turned(
+                        page, degrees, level.skew_for(degrees), languages, dpi, deadline
+                    )
+                    if reading.score > best.score:
+                        best = reading
+                    if best.confidence >= SURE_CONFIDENCE:
+                        break
         except subprocess.TimeoutExpired:
             self.timed_out.append(number)
             return None
         except (OSError, subprocess.SubprocessError, ValueError):
             self.failed.append(number)
             return None
-        return best if best is not None and best.text.strip() else None
+        return best if best.text.strip() else None
 
-    def _ways(
+    def _other_ways(
         self, page: Image.Image, level: "Levelling", dpi: int, deadline: float
     ) -> list[int]:
-        """The ways round to read the page whole, in order, until one reads
-        surely. A small page is read each way the lines allow; a large one,
-        where a reading the wrong way round is a long reading of noise, is
-        first tried on a band of its text, and read whole at most twice: the
-        first way whose band reads surely, else the two best."""
+        """The other ways round to read a page whose first reading (upright by
+        its lines) was not sure. A small page is read each way until one is
+        sure; a large one, where a reading the wrong way round is a long
+        reading of noise, is compared each way at half its resolution, and
+        only the likeliest is read whole (a large page is read at most twice)."""
         tries = level.tries()
         if max(page.size) <= 2 * PROBE_PIXELS:
-            return tries
-        scores: dict[int, float] = {}
-        for degrees in tries:
-            probe = _probe(
+            return tries[1:]
+        scores = {
+            degrees: _probe(
                 page,
                 degrees,
                 level.skew_for(degrees),
                 self.request.ocr_languages,
                 dpi,
                 deadline,
-            )
-            if probe.confidence >= SURE_CONFIDENCE:
-                return [degrees]
-            scores[degrees] = probe.score
-        return sorted(tries, key=scores.__getitem__, reverse=True)[:2]
+            ).score
+            for degrees in tries
+        }
+        likeliest = max(tries, key=scores.__getitem__)
+        return [] if likeliest == tries[0] else [likeliest]
 
     def notes(self) -> list[str]:
         notes = []
@@ -409,18 +413,6 @@ def _read_turned(
     return reading
 
 
-def _inkiest_band(image: Image.Image, height: int) -> Image.Image:
-    """The band of `height` rows of the image with the most ink (the whole
-    image if it is not taller)."""
-    import numpy as np
-
-    if image.height <= height:
-        return image
-    rows = (np.asarray(image.convert("L")) < 128).sum(axis=1)
-    top = int(np.convolve(rows, np.ones(height), mode="valid").argmax())
-    return image.crop((0, top, image.width, top + height))
-
-
 def _probe(
     image: Image.Image,
     degrees: int,
@@ -429,15 +421,17 @@ def _probe(
     dpi: int,
     deadline: float,
 ) -> Reading:
-    """A quick reading of the inkiest band of the page turned by `degrees`
-    (the whole page if it is small): enough text to tell which way is up."""
-
+    """A quick reading of the page turned by `degrees` at half its resolution
+    (a quarter of the pixels): enough to tell which way is up."""
     turned = _turned(image, degrees, skew)
-    turned = _inkiest_band(turned, max(PROBE_PIXELS, turned.height // 4))
-    tsv = _run_tesseract(
-        turned, ["-l", languages, "--psm", "6", "--dpi", str(dpi)], deadline
+    small = turned.resize(
+        (max(1, turned.width // 2), max(1, turned.height // 2)),
+        Image.Resampling.BILINEAR,
     )
-    return parse_tsv(tsv, turned.size)
+    tsv = _run_tesseract(
+        small, ["-l", languages, "--psm", "3", "--dpi", str(max(1, dpi // 2))], deadline
+    )
+    return parse_tsv(tsv, small.size)
 
 
 def _unskew(
