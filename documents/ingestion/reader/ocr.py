@@ -474,42 +474,73 @@ def _tesseract(
     image: Image.Image, languages: str, dpi: int, deadline: float
 ) -> Reading:
     """The page read as laid out (`--psm 3`: blocks, then lines, no orientation
-    detection: the page is upright by now). A line the layout found whose words
-    came back empty (a table row under a dashed rule, say) is read again on its
-    own across its block (`--psm 7`), so that no row is lost silently."""
+    detection: the page is upright by now). Lines the layout found whose words
+    came back empty (a table row under a dashed rule, say) are read again, each
+    across its block, stacked in one image (`--psm 6`: one Tesseract run however
+    many), so that no row is lost silently."""
     tsv = _run_tesseract(
         image, ["-l", languages, "--psm", "3", "--dpi", str(dpi)], deadline
     )
-    recovered = 0
 
-    def recover(line: list[int], block: list[int] | None) -> list[tuple[str, float]]:
-        nonlocal recovered
-        if recovered >= MAX_RECOVERED_LINES:
-            return []
-        left, top, width, height = line
-        if height < 6 or width < 8:
-            return []
-        recovered += 1
-        if block is not None:
-            left, width = block[0], block[2]
-        pad = max(2, height // 6)
-        box = (
-            max(0, left - pad),
-            max(0, top - pad),
-            min(image.width, left + width + pad),
-            min(image.height, top + height + pad),
+    def recover(
+        blanks: list[tuple[list[int], list[int] | None]],
+    ) -> list[list[tuple[str, float]]]:
+        crops: list[tuple[int, Image.Image]] = []  # (index in blanks, band)
+        for index, (line, block) in enumerate(blanks):
+            left, top, width, height = line
+            if height < 6 or width < 8 or len(crops) >= MAX_RECOVERED_LINES:
+                continue
+            if block is not None:
+                left, width = block[0], block[2]
+            pad = max(2, height // 6)
+            crops.append(
+                (
+                    index,
+                    image.crop(
+                        (
+                            max(0, left - pad),
+                            max(0, top - pad),
+                            min(image.width, left + width + pad),
+                            min(image.height, top + height + pad),
+                        )
+                    ),
+                )
+            )
+        found: list[list[tuple[str, float]]] = [[] for _ in blanks]
+        if not crops:
+            return found
+        gap = max(20, max(band.height for _, band in crops))
+        sheet = Image.new(
+            image.mode,
+            (
+                max(band.width for _, band in crops),
+                gap + sum(band.height + gap for _, band in crops),
+            ),
+            "white",
         )
-        band = _run_tesseract(
-            image.crop(box),
-            ["-l", languages, "--psm", "7", "--dpi", str(dpi)],
-            deadline,
+        spans: list[tuple[int, int, int]] = []  # (top, bottom, index)
+        top = gap
+        for index, band in crops:
+            sheet.paste(band, (0, top))
+            spans.append((top, top + band.height, index))
+            top += band.height + gap
+        read = _run_tesseract(
+            sheet, ["-l", languages, "--psm", "6", "--dpi", str(dpi)], deadline
         )
-        words = [
-            (word, confidence) for word, confidence in _words(band) if confidence >= 0
-        ]
-        letters = sum(ch.isalnum() for word, _ in words for ch in word)
-        mean = sum(c for _, c in words) / len(words) if words else 0.0
-        return words if letters >= 2 and mean >= RECOVERED_CONFIDENCE else []
+        for level, _key, box, confidence, word in _rows(read):
+            middle = box[1] + box[3] / 2
+            if level != 5 or not word or confidence < 0:
+                continue
+            for span_top, span_bottom, index in spans:
+                if span_top <= middle <= span_bottom:
+                    found[index].append((word, confidence))
+                    break
+        for index, words in enumerate(found):
+            letters = sum(ch.isalnum() for word, _ in words for ch in word)
+            mean = sum(c for _, c in words) / len(words) if words else 0.0
+            if letters < 2 or mean < RECOVERED_CONFIDENCE:
+                found[index] = []
+        return found
 
     return parse_tsv(tsv, image.size, recover=recover)
 
@@ -562,13 +593,15 @@ def _words(tsv: str) -> list[tuple[str, float]]:
 def parse_tsv(
     tsv: str,
     size: tuple[int, int],
-    recover: Callable[[list[int], list[int] | None], list[tuple[str, float]]]
+    recover: Callable[
+        [list[tuple[list[int], list[int] | None]]], list[list[tuple[str, float]]]
+    ]
     | None = None,
 ) -> Reading:
     """Text and line boxes from Tesseract's TSV output: words joined by spaces,
-    lines by newlines, paragraphs and blocks by a blank line. A line with words
-    that all came back empty is handed to `recover` (its box and its block's, in
-    pixels), whose words, if any, take its place."""
+    lines by newlines, paragraphs and blocks by a blank line. Lines whose words
+    all came back empty are handed to `recover` together (each line's box and
+    its block's, in pixels), whose words, if any, take their places."""
     width, height = size
     lines: dict[tuple, dict] = {}
     blocks: dict[int, list[int]] = {}
@@ -587,6 +620,11 @@ def parse_tsv(
                 line["words"].append((word, confidence))
             else:
                 line["blank"] = True
+    blank = [key for key in order if lines[key]["blank"] and not lines[key]["words"]]
+    if blank and recover is not None:
+        found = recover([(lines[key]["box"], blocks.get(key[0])) for key in blank])
+        for key, words in zip(blank, found, strict=True):
+            lines[key]["words"] = words
     text = ""
     out_lines: list[list] = []
     weighted = letters = 0.0
@@ -595,8 +633,6 @@ def parse_tsv(
     heights: list[tuple[int, int, str]] = []  # (height, words, text) per line
     for key in order:
         line = lines[key]
-        if not line["words"] and line["blank"] and recover is not None:
-            line["words"] = recover(line["box"], blocks.get(key[0]))
         if not line["words"]:
             continue
         if previous is not None:
