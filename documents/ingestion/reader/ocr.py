@@ -50,8 +50,9 @@ PROBE_PIXELS = 800
 # Lines the layout found but read as nothing that are read again on their own,
 # at most, per page.
 MAX_RECOVERED_LINES = 20
-# A line read again is kept if its words' mean confidence is at least this.
-RECOVERED_CONFIDENCE = 40.0
+# A line read again is kept if its words' mean confidence is at least this (at
+# 40, photo regions of the magazine scan came back as words).
+RECOVERED_CONFIDENCE = 70.0
 # Share of neighbouring pixels that differ above which a page is noise, not text
 # (text pages of the shared data: under 0.1).
 NOISE_TRANSITIONS = 0.3
