@@ -8,6 +8,8 @@ when the content is too damaged to tell. Content types are compared ignoring
 case and parameters, so `Text/Plain; charset=UTF-8` is plain text.
 """
 
+import codecs
+import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -421,19 +423,104 @@ def _says_nothing(content_type: str | None, filename: str) -> bool:
     return media_type in _UNINFORMATIVE and not PurePath(filename).suffix
 
 
+# Byte-order marks and the encodings they show; UTF-32's little-endian mark
+# begins with UTF-16's, so it is looked for first.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+# The HTML standard's prescan looks for a <meta> charset in the first 1024 bytes.
+_META_BYTES = 1024
+_META_CHARSET = re.compile(
+    rb"""<meta\b[^>]*?\bcharset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE
+)
+
+
+def bom_encoding(data: bytes) -> str | None:
+    """The encoding a byte-order mark at the start of `data` shows, or None."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return encoding
+    return None
+
+
+def html_encoding(data: bytes, declared: str | None = None) -> str | None:
+    """The encoding of an HTML file: a byte-order mark, then the charset the
+    upload declared, then UTF-8 if the bytes are UTF-8 (a page saved again as
+    UTF-8 often keeps its old <meta>, and legacy text is almost never valid
+    UTF-8), then a <meta> charset near the start; None when nothing says (the
+    reader then guesses from the bytes).
+
+    A <meta> naming UTF-16 or UTF-32 in a file without a byte-order mark was
+    read in an ASCII-compatible encoding to be found at all, so it means UTF-8
+    (as browsers take it)."""
+    if encoding := bom_encoding(data):
+        return encoding
+    if declared and (known := _known_encoding(declared)):
+        return known
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            return "utf-8"
+    match = _META_CHARSET.search(data, 0, _META_BYTES)
+    if match is None:
+        return None
+    found = _known_encoding(match.group(1).decode("ascii"))
+    if found and found.startswith(("utf-16", "utf-32")):
+        return "utf-8"
+    return found
+
+
+def _known_encoding(name: str) -> str | None:
+    try:
+        return codecs.lookup(name.strip()).name
+    except LookupError:
+        return None
+
+
+def text_head(head: bytes) -> str | None:
+    """The start of a file as text, if it is text: decoded by its byte-order
+    mark, else as UTF-8; None for binary data (NUL bytes or invalid UTF-8). A
+    character cut at the end of the head is dropped."""
+    if encoding := bom_encoding(head):
+        decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
+        try:
+            text = decoder.decode(head)
+        except UnicodeDecodeError:
+            return None
+        return None if "\x00" in text else text.lstrip("\ufeff")
+    if b"\x00" in head:
+        return None
+    try:
+        return head.decode("utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not just a character cut at the end
+            return None
+        return head[: exc.start].decode("utf-8")
+
+
+def looks_binary(head: bytes) -> bool:
+    """Whether the head holds NUL bytes that no byte-order mark accounts for
+    (UTF-16 text is half NUL bytes)."""
+    if bom_encoding(head):
+        return text_head(head) is None
+    return b"\x00" in head
+
+
 def _sniff_text(handle: BinaryIO) -> str | None:
     """HTML or plain text for a file that claims nothing, if its head is text."""
     handle.seek(0)
     head = handle.read(HEAD_BYTES)
     handle.seek(0)
-    if not head or b"\x00" in head:
+    text = text_head(head) if head else None
+    if text is None:
         return None
-    try:
-        text = head.decode("utf-8", errors="strict")
-    except UnicodeDecodeError as exc:
-        if exc.start < len(head) - 4:  # not just a character cut at the end
-            return None
-        text = head[: exc.start].decode("utf-8")
     start = text.lstrip("\ufeff \t\r\n").lower()
     if start.startswith(("<!doctype html", "<html")):
         return HTML

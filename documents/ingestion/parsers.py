@@ -141,13 +141,13 @@ def effective_type(path: Path, media_type: str) -> str:
                 f"{the[0].upper()}{the[1:]} is corrupt or truncated: its zip "
                 "structure can't be read (an incomplete upload or download?)."
             )
-        what = "text" if b"\x00" not in head[:4096] else "something else"
+        what = "something else" if formats.looks_binary(head[:4096]) else "text"
         raise UnreadableFile(
             f"This file is named or sent as {name} but holds {what}, not {name}."
         )
     if fmt.magic:
         raise UnreadableFile(f"This is not {name} (its content is not one).")
-    if media_type == formats.HTML and b"\x00" in head[:4096]:
+    if media_type == formats.HTML and formats.looks_binary(head[:4096]):
         raise UnreadableFile("This is not an HTML file (it contains binary data).")
     return media_type
 

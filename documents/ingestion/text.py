@@ -7,10 +7,10 @@ section. Plain text is one logical page. Either way a page longer than
 that no single page is unwieldy to show.
 """
 
-import codecs
 import re
 
 from documents.ingestion.cleaning import clean_text
+from documents.ingestion.formats import bom_encoding
 from documents.ingestion.parsed import UnreadableFile
 
 _SECTION_HEADING = re.compile(r"^ {0,3}#{1,2}(?:[ \t]+|$)", re.MULTILINE)
@@ -22,13 +22,8 @@ _FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
 def decode_text(data: bytes, charset: str | None) -> str:
     """Bytes to text: a byte-order mark wins, then the declared charset, then
     UTF-8, then Windows-1252 (which decodes any byte, so never fails)."""
-    for bom, encoding in (
-        (codecs.BOM_UTF8, "utf-8-sig"),
-        (codecs.BOM_UTF16_LE, "utf-16"),
-        (codecs.BOM_UTF16_BE, "utf-16"),
-    ):
-        if data.startswith(bom):
-            return data.decode(encoding, errors="replace")
+    if encoding := bom_encoding(data):
+        return data.decode(encoding, errors="replace")
     candidates = [charset] if charset else []
     candidates.append("utf-8")
     for encoding in candidates:

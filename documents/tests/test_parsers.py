@@ -1,9 +1,12 @@
+import codecs
 import os
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from documents.ingestion import formats
+from documents.ingestion.formats import resolve_content_type
 from documents.ingestion.parsed import UnreadableFile
 from documents.ingestion.parsers import parse_file, reader_limits
 from documents.ingestion.reading import ReaderTimedOut, read_in_child
@@ -194,3 +197,71 @@ def test_long_text_splits_in_linear_time(tmp_path):
     pages = parse_text(path, markdown=False, max_page_chars=20_000).pages
     assert len(pages) == 100
     assert all(len(page.text) <= 20_000 for page in pages)
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_utf16_html_with_a_bom_and_a_charset_meta_is_read(tmp_path):
+    """Issue 22: a page Notepad saved as "Unicode" (UTF-16LE, a byte-order mark,
+    `<meta ... charset=utf-16>`) was refused as "binary data" for its NUL
+    bytes."""
+    source = FIXTURES / "utf16le-bom-meta.html"
+    assert source.read_bytes().startswith(b"\xff\xfe<\x00")
+    parsed = parse_file(source, "text/html", work_dir=tmp_path)
+    text = "\n".join(page.text for page in parsed.pages)
+    assert "la crème brûlée coûte 4 €" in text
+    assert "\x00" not in text and "\ufffd" not in text
+    assert parsed.title == "Café de la gare"
+
+
+def test_utf16_html_without_a_name_is_recognised_as_html(tmp_path):
+    source = FIXTURES / "utf16le-bom-meta.html"
+    with source.open("rb") as handle:
+        assert resolve_content_type(None, "upload", handle) == formats.HTML
+
+
+def test_html_meta_charset_decides_an_8bit_page(tmp_path):
+    """A Windows-1252 page that says so in its <meta> reads as Windows-1252 (the
+    bytes alone are not UTF-8, and a detector's guess is not the page's word)."""
+    page = (
+        '<html><head><meta charset="windows-1252"><title>Menu</title></head>'
+        "<body><p>Crème brûlée — 4 € — served with a café au lait.</p>"
+        "<p>Another paragraph so that the extractor keeps the body.</p></body></html>"
+    ).encode("cp1252")
+    path = _write(tmp_path, "menu.html", page)
+    parsed = parse_file(path, "text/html", work_dir=tmp_path / "out")
+    assert "Crème brûlée — 4 € — served with a café au lait." in parsed.pages[0].text
+
+
+def test_html_binary_data_is_still_refused(tmp_path):
+    path = _write(tmp_path, "page.html", b"<html>\x00\x01\x02\x00binary</html>")
+    with pytest.raises(UnreadableFile, match="binary data"):
+        parse_file(path, "text/html", work_dir=tmp_path / "out")
+
+
+@pytest.mark.parametrize(
+    ("data", "declared", "expected"),
+    [
+        (b"\xff\xfe<\x00h\x00", None, "utf-16"),
+        (b"\xef\xbb\xbf<html>", "iso-8859-1", "utf-8-sig"),
+        (b'<meta charset="ISO-8859-1"><p>', None, "latin_1"),
+        (
+            b'<meta http-equiv="content-type" content="text/html; charset=koi8-r">',
+            None,
+            "koi8_r",
+        ),
+        (b'<meta charset="utf-16"><p>no byte-order mark', None, "utf-8"),
+        (b'<meta charset="latin-1">', "utf-8", "utf-8"),
+        ('<meta charset="gb2312"><p>已存为 UTF-8'.encode(), None, "utf-8"),
+        (b'<meta charset="no-such-thing">', None, None),
+        (b"<html><p>nothing said", None, None),
+    ],
+)
+def test_html_encoding_order_bom_declared_meta(data, declared, expected):
+    found = formats.html_encoding(data, declared)
+    assert _codec(found) == _codec(expected)
+
+
+def _codec(name: str | None) -> str | None:
+    return codecs.lookup(name).name if name else None

@@ -1,11 +1,17 @@
 """OCR with Tesseract (Debian's tesseract-ocr package), run from the reader child.
 
 Chosen by measurement against rapidocr (benchmarks/ocr.py prints the figures):
-Tesseract keeps the reading order of columns and tables and reads pages turned
-by 90 degrees (its orientation detection, `--psm 1`); upside-down pages, where
-that detection gives up on little text, are read again turned by 180 degrees
-when the first reading is poor. Each page runs under its own time limit, and
-Tesseract inherits the child's memory limit.
+Tesseract keeps the reading order of columns and tables. Which way a page is
+turned and how far it leans are decided from the page itself: projection
+profiles of its ink say whether its lines run across or down the image and
+level them (up to MAX_SKEW degrees); the page is then read upright by its
+lines' direction (`--psm 3`), and read another way round (all four ways when
+the direction is unclear) while no reading is sure, keeping the reading with
+the best confidence over its letters. A large page read poorly is compared
+the other ways round at half its resolution, so that it is read whole at most
+twice. Lines the layout found but
+read as nothing are read again alone. Each page runs under its own time limit,
+and Tesseract inherits the child's memory limit.
 
 Lines come back with their boxes as fractions of the image, in the orientation
 of the image given (the page image as stored), whichever way it was read.
@@ -21,6 +27,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,13 +37,32 @@ from documents.ingestion.reader.protocol import Request
 
 # Pixels Tesseract is given at most (a 300 dpi A3 page is 17.4 million).
 MAX_OCR_PIXELS = 40_000_000
-# A reading below this mean word confidence (0-100) is tried the other way up.
-POOR_CONFIDENCE = 55.0
+# A reading with at least this mean word confidence (0-100) is kept without
+# trying the page another way round (the upright pages of the shared data read
+# at 84 to 96).
+SURE_CONFIDENCE = 75.0
+# Rows of ink must be this much sharper than columns (or the other way) for the
+# direction of the lines to be taken as known; otherwise all four ways are tried.
+AXIS_MARGIN = 1.5
+# Pages over twice this size (pixels) that read poorly are compared the other
+# ways round at half their resolution, not read whole each way.
+PROBE_PIXELS = 800
+# Lines the layout found but read as nothing that are read again on their own,
+# at most, per page.
+MAX_RECOVERED_LINES = 20
+# A line read again is kept if its words' mean confidence is at least this (at
+# 40, photo regions of the magazine scan came back as words).
+RECOVERED_CONFIDENCE = 70.0
 # Share of neighbouring pixels that differ above which a page is noise, not text
 # (text pages of the shared data: under 0.1).
 NOISE_TRANSITIONS = 0.3
+# A page is read in colour when more than COLOUR_SHARE of its pixels have
+# channels further apart than COLOUR_CHROMA (the bill's subpixel-smoothed text:
+# 9% of its pixels over 30).
+COLOUR_CHROMA = 30
+COLOUR_SHARE = 0.01
 # Skew looked for, in degrees either way.
-MAX_SKEW = 8.0
+MAX_SKEW = 12.0
 
 
 @dataclass
@@ -126,34 +152,45 @@ class Engine:
     def read(self, image: Image.Image, *, number: int, dpi: int) -> Reading | None:
         """The page's text read from `image`, or None (nothing read, or OCR not
         possible within the limits: the reason goes into notes())."""
-        image = _prepared(image)
-        if _blank(image) or _noise(image):
+        grey = _prepared(image, "L")
+        if _blank(grey) or _noise(grey):
             return None
         # Pages drawn alike (one scan or form repeated) are read once.
-        key = (hashlib.blake2b(image.tobytes(), digest_size=16).digest(), dpi)
+        key = (hashlib.blake2b(grey.tobytes(), digest_size=16).digest(), dpi)
         if key in self.seen:
             return copy.deepcopy(self.seen[key])
         if not self.can_read(number):
             return None
         self.pages_read += 1
-        self.seen[key] = reading = self._read(image, number=number, dpi=dpi)
+        # Text drawn with colour fringes (a screenshot's subpixel smoothing)
+        # loses strokes in a grey copy ("01Aug" read "Q1Aug"); Tesseract's own
+        # thresholding of each colour channel keeps them.
+        page = _prepared(image, "RGB") if _coloured(image) else grey
+        self.seen[key] = reading = self._read(grey, page, number=number, dpi=dpi)
         return reading
 
-    def _read(self, image: Image.Image, *, number: int, dpi: int) -> Reading | None:
+    def _read(
+        self, grey: Image.Image, page: Image.Image, *, number: int, dpi: int
+    ) -> Reading | None:
         deadline = time.monotonic() + min(
             self.request.ocr_page_timeout, max(1.0, self.request.seconds_left())
         )
-        angle = skew_angle(image)
+        level = levelling(grey)
+        languages = self.request.ocr_languages
         try:
+            tries = level.tries()
             best = _read_turned(
-                image, 0, angle, self.request.ocr_languages, dpi, deadline
+                page, tries[0], level.skew_for(tries[0]), languages, dpi, deadline
             )
-            if best.confidence < POOR_CONFIDENCE:
-                turned = _read_turned(
-                    image, 180, angle, self.request.ocr_languages, dpi, deadline
-                )
-                if turned.score > best.score:
-                    best = turned
+            if best.confidence < SURE_CONFIDENCE:
+                for degrees in self._other_ways(page, level, dpi, deadline):
+                    reading = _read_turned(
+                        page, degrees, level.skew_for(degrees), languages, dpi, deadline
+                    )
+                    if reading.score > best.score:
+                        best = reading
+                    if best.confidence >= SURE_CONFIDENCE:
+                        break
         except subprocess.TimeoutExpired:
             self.timed_out.append(number)
             return None
@@ -161,6 +198,31 @@ class Engine:
             self.failed.append(number)
             return None
         return best if best.text.strip() else None
+
+    def _other_ways(
+        self, page: Image.Image, level: "Levelling", dpi: int, deadline: float
+    ) -> list[int]:
+        """The other ways round to read a page whose first reading (upright by
+        its lines) was not sure. A small page is read each way until one is
+        sure; a large one, where a reading the wrong way round is a long
+        reading of noise, is compared each way at half its resolution, and
+        only the likeliest is read whole (a large page is read at most twice)."""
+        tries = level.tries()
+        if max(page.size) <= 2 * PROBE_PIXELS:
+            return tries[1:]
+        scores = {
+            degrees: _probe(
+                page,
+                degrees,
+                level.skew_for(degrees),
+                self.request.ocr_languages,
+                dpi,
+                deadline,
+            ).score
+            for degrees in tries
+        }
+        likeliest = max(tries, key=scores.__getitem__)
+        return [] if likeliest == tries[0] else [likeliest]
 
     def notes(self) -> list[str]:
         notes = []
@@ -196,8 +258,8 @@ def _count(numbers: list[int], noun: str = "Page") -> str:
     return f"{noun}s {shown}{more}" if noun == "Page" else f"{len(numbers)} pages"
 
 
-def _prepared(image: Image.Image) -> Image.Image:
-    image = image.convert("L")
+def _prepared(image: Image.Image, mode: str) -> Image.Image:
+    image = image.convert(mode)
     pixels = image.width * image.height
     if pixels > MAX_OCR_PIXELS:
         factor = (MAX_OCR_PIXELS / pixels) ** 0.5
@@ -206,6 +268,19 @@ def _prepared(image: Image.Image) -> Image.Image:
             Image.Resampling.BILINEAR,
         )
     return image
+
+
+def _coloured(image: Image.Image) -> bool:
+    """Whether a share of the page's pixels are clearly coloured, not grey."""
+    if image.mode not in ("RGB", "RGBA", "P", "CMYK", "YCbCr", "LAB", "HSV"):
+        return False
+    import numpy as np
+
+    thumb = image.convert("RGB")
+    thumb.thumbnail((800, 800))
+    pixels = np.asarray(thumb, dtype=np.int16)
+    chroma = pixels.max(axis=2) - pixels.min(axis=2)
+    return float((chroma > COLOUR_CHROMA).mean()) > COLOUR_SHARE
 
 
 def _blank(image: Image.Image) -> bool:
@@ -227,9 +302,34 @@ def _noise(image: Image.Image) -> bool:
     return float((ink[:, 1:] != ink[:, :-1]).mean()) > NOISE_TRANSITIONS
 
 
-def skew_angle(image: Image.Image) -> float:
-    """Degrees to turn the page (counter-clockwise) so that its text lines are
-    level: the angle whose rows of ink are the most sharply separated."""
+@dataclass(frozen=True)
+class Levelling:
+    """Which way a page's lines run and how far they lean: `vertical` when they
+    run up or down the image (a page turned a quarter), `sure` when one
+    direction is clearly sharper; `row_skew` and `column_skew` level the lines
+    in either case (degrees counter-clockwise)."""
+
+    vertical: bool = False
+    sure: bool = False
+    row_skew: float = 0.0
+    column_skew: float = 0.0
+
+    def tries(self) -> list[int]:
+        """The quarter turns (counter-clockwise) to read the page in, likeliest
+        first: the lines' direction either way up, then the other direction
+        unless it is ruled out."""
+        along = [90, 270] if self.vertical else [0, 180]
+        across = [0, 180] if self.vertical else [90, 270]
+        return along if self.sure else along + across
+
+    def skew_for(self, degrees: int) -> float:
+        return self.column_skew if degrees in (90, 270) else self.row_skew
+
+
+def levelling(image: Image.Image) -> Levelling:
+    """How the page's text lines lie, from projection profiles: turned by the
+    right angle, a page's rows (or columns) of ink change sharply from line to
+    gap, and far more sharply along the lines than across them."""
     import numpy as np  # only here: the reader starts quicker without it
 
     thumb = image.copy()
@@ -237,18 +337,56 @@ def skew_angle(image: Image.Image) -> float:
     ink = (np.asarray(thumb) < 128).astype(np.uint8) * 255
     share = ink.mean() / 255
     if not 0.002 < share < 0.4:
-        return 0.0
+        return Levelling()
     inked = Image.fromarray(ink)
+    profiles: dict[float, tuple[float, float]] = {}
 
-    def sharpness(angle: float) -> float:
-        rows = np.asarray(
-            inked.rotate(angle, resample=Image.Resampling.NEAREST), dtype=np.float64
-        ).sum(axis=1)
-        return float(np.square(np.diff(rows)).sum())
+    def sharpness(angle: float) -> tuple[float, float]:
+        angle = round(float(angle), 2)
+        if angle not in profiles:
+            turned = np.asarray(
+                inked.rotate(angle, resample=Image.Resampling.NEAREST),
+                dtype=np.float64,
+            )
+            profiles[angle] = (
+                float(np.square(np.diff(turned.sum(axis=1))).sum()),
+                float(np.square(np.diff(turned.sum(axis=0))).sum()),
+            )
+        return profiles[angle]
 
-    coarse = max(np.arange(-MAX_SKEW, MAX_SKEW + 0.01, 0.5), key=sharpness)
-    fine = max(np.arange(coarse - 0.4, coarse + 0.41, 0.1), key=sharpness)
-    return round(float(fine), 1) if abs(fine) >= 0.3 else 0.0
+    def finest(axis: int) -> tuple[float, float]:
+        best = max(
+            np.arange(-MAX_SKEW, MAX_SKEW + 0.01, 1.0), key=lambda a: sharpness(a)[axis]
+        )
+        for step, span in ((0.5, 0.5), (0.1, 0.4)):
+            best = max(
+                np.arange(best - span, best + span + 0.01, step),
+                key=lambda a: sharpness(a)[axis],
+            )
+        angle = round(float(best), 1)
+        return (angle if abs(angle) >= 0.3 else 0.0), sharpness(best)[axis]
+
+    row_skew, rows = finest(0)
+    column_skew, columns = finest(1)
+    vertical = columns > rows
+    sure = max(rows, columns) >= AXIS_MARGIN * max(min(rows, columns), 1e-9)
+    return Levelling(vertical, sure, row_skew, column_skew)
+
+
+def skew_angle(image: Image.Image) -> float:
+    """Degrees to turn the page (counter-clockwise) so that its text lines are
+    level."""
+    level = levelling(image)
+    return level.column_skew if level.vertical else level.row_skew
+
+
+def _turned(image: Image.Image, degrees: int, skew: float) -> Image.Image:
+    turned = image.rotate(degrees, expand=True) if degrees else image
+    if skew:
+        turned = turned.rotate(
+            skew, expand=True, fillcolor="white", resample=Image.Resampling.BICUBIC
+        )
+    return turned
 
 
 def _read_turned(
@@ -261,11 +399,7 @@ def _read_turned(
 ) -> Reading:
     """Read the image turned by `degrees` (a right angle) and levelled by
     `skew`; the boxes come back in the fractions of the image as given."""
-    turned = image.rotate(degrees, expand=True) if degrees else image
-    if skew:
-        turned = turned.rotate(
-            skew, expand=True, fillcolor=255, resample=Image.Resampling.BICUBIC
-        )
+    turned = _turned(image, degrees, skew)
     reading = _tesseract(turned, languages, dpi, deadline)
     if skew:
         upright = image.size if degrees in (0, 180) else image.size[::-1]
@@ -278,6 +412,27 @@ def _read_turned(
             [start, end, *_unturn(box, degrees)] for start, end, *box in reading.lines
         ]
     return reading
+
+
+def _probe(
+    image: Image.Image,
+    degrees: int,
+    skew: float,
+    languages: str,
+    dpi: int,
+    deadline: float,
+) -> Reading:
+    """A quick reading of the page turned by `degrees` at half its resolution
+    (a quarter of the pixels): enough to tell which way is up."""
+    turned = _turned(image, degrees, skew)
+    small = turned.resize(
+        (max(1, turned.width // 2), max(1, turned.height // 2)),
+        Image.Resampling.BILINEAR,
+    )
+    tsv = _run_tesseract(
+        small, ["-l", languages, "--psm", "3", "--dpi", str(max(1, dpi // 2))], deadline
+    )
+    return parse_tsv(tsv, small.size)
 
 
 def _unskew(
@@ -319,25 +474,88 @@ def _unturn(box: list[float], degrees: int) -> list[float]:
 def _tesseract(
     image: Image.Image, languages: str, dpi: int, deadline: float
 ) -> Reading:
+    """The page read as laid out (`--psm 3`: blocks, then lines, no orientation
+    detection: the page is upright by now). Lines the layout found whose words
+    came back empty (a table row under a dashed rule, say) are read again, each
+    across its block, stacked in one image (`--psm 6`: one Tesseract run however
+    many), so that no row is lost silently."""
+    tsv = _run_tesseract(
+        image, ["-l", languages, "--psm", "3", "--dpi", str(dpi)], deadline
+    )
+
+    def recover(
+        blanks: list[tuple[list[int], list[int] | None]],
+    ) -> list[list[tuple[str, float]]]:
+        crops: list[tuple[int, Image.Image]] = []  # (index in blanks, band)
+        for index, (line, block) in enumerate(blanks):
+            left, top, width, height = line
+            if height < 6 or width < 8 or len(crops) >= MAX_RECOVERED_LINES:
+                continue
+            if block is not None:
+                left, width = block[0], block[2]
+            pad = max(2, height // 6)
+            crops.append(
+                (
+                    index,
+                    image.crop(
+                        (
+                            max(0, left - pad),
+                            max(0, top - pad),
+                            min(image.width, left + width + pad),
+                            min(image.height, top + height + pad),
+                        )
+                    ),
+                )
+            )
+        found: list[list[tuple[str, float]]] = [[] for _ in blanks]
+        if not crops:
+            return found
+        gap = max(20, max(band.height for _, band in crops))
+        sheet = Image.new(
+            image.mode,
+            (
+                max(band.width for _, band in crops),
+                gap + sum(band.height + gap for _, band in crops),
+            ),
+            "white",
+        )
+        spans: list[tuple[int, int, int]] = []  # (top, bottom, index)
+        top = gap
+        for index, band in crops:
+            sheet.paste(band, (0, top))
+            spans.append((top, top + band.height, index))
+            top += band.height + gap
+        read = _run_tesseract(
+            sheet, ["-l", languages, "--psm", "6", "--dpi", str(dpi)], deadline
+        )
+        for level, _key, box, confidence, word in _rows(read):
+            middle = box[1] + box[3] / 2
+            if level != 5 or not word or confidence < 0:
+                continue
+            for span_top, span_bottom, index in spans:
+                if span_top <= middle <= span_bottom:
+                    found[index].append((word, confidence))
+                    break
+        for index, words in enumerate(found):
+            letters = sum(ch.isalnum() for word, _ in words for ch in word)
+            mean = sum(c for _, c in words) / len(words) if words else 0.0
+            if letters < 2 or mean < RECOVERED_CONFIDENCE:
+                found[index] = []
+        return found
+
+    return parse_tsv(tsv, image.size, recover=recover)
+
+
+def _run_tesseract(image: Image.Image, options: list[str], deadline: float) -> str:
+    """Tesseract's TSV for the image, within the page's deadline."""
     timeout = deadline - time.monotonic()
     if timeout <= 0:
         raise subprocess.TimeoutExpired("tesseract", 0)
     with tempfile.TemporaryDirectory(prefix="quire-ocr-") as tmp:
-        source = Path(tmp) / "page.pgm"
+        source = Path(tmp) / "page.pnm"
         image.save(source)  # uncompressed: quickest to write and to read
         process = subprocess.Popen(
-            [
-                "tesseract",
-                str(source),
-                "stdout",
-                "-l",
-                languages,
-                "--psm",
-                "1",
-                "--dpi",
-                str(dpi),
-                "tsv",
-            ],
+            ["tesseract", str(source), "stdout", *options, "tsv"],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env=_tesseract_env(),
@@ -350,17 +568,11 @@ def _tesseract(
             raise
     if process.returncode != 0:
         raise OSError(f"tesseract exited with {process.returncode}")
-    return parse_tsv(output.decode("utf-8", errors="replace"), image.size)
+    return output.decode("utf-8", errors="replace")
 
 
-def parse_tsv(tsv: str, size: tuple[int, int]) -> Reading:
-    """Text and line boxes from Tesseract's TSV output: words joined by spaces,
-    lines by newlines, paragraphs and blocks by a blank line."""
-    width, height = size
-    rows = csv.DictReader(io.StringIO(tsv), delimiter="\t", quoting=csv.QUOTE_NONE)
-    lines: dict[tuple, dict] = {}
-    order: list[tuple] = []
-    for row in rows:
+def _rows(tsv: str):
+    for row in csv.DictReader(io.StringIO(tsv), delimiter="\t", quoting=csv.QUOTE_NONE):
         try:
             level = int(row["level"])
             key = (int(row["block_num"]), int(row["par_num"]), int(row["line_num"]))
@@ -368,14 +580,52 @@ def parse_tsv(tsv: str, size: tuple[int, int]) -> Reading:
             confidence = float(row["conf"])
         except (KeyError, TypeError, ValueError):
             continue
-        if level == 4:
-            lines[key] = {"box": box, "words": []}
+        yield level, key, box, confidence, (row.get("text") or "").strip()
+
+
+def _words(tsv: str) -> list[tuple[str, float]]:
+    return [
+        (text, confidence)
+        for level, _key, _box, confidence, text in _rows(tsv)
+        if level == 5 and text
+    ]
+
+
+def parse_tsv(
+    tsv: str,
+    size: tuple[int, int],
+    recover: Callable[
+        [list[tuple[list[int], list[int] | None]]], list[list[tuple[str, float]]]
+    ]
+    | None = None,
+) -> Reading:
+    """Text and line boxes from Tesseract's TSV output: words joined by spaces,
+    lines by newlines, paragraphs and blocks by a blank line. Lines whose words
+    all came back empty are handed to `recover` together (each line's box and
+    its block's, in pixels), whose words, if any, take their places."""
+    width, height = size
+    lines: dict[tuple, dict] = {}
+    blocks: dict[int, list[int]] = {}
+    order: list[tuple] = []
+    for level, key, box, confidence, word in _rows(tsv):
+        if level == 2:
+            blocks[key[0]] = box
+        elif level == 4:
+            lines[key] = {"box": box, "words": [], "blank": False}
             order.append(key)
-        elif level == 5 and (word := (row.get("text") or "").strip()):
-            line = lines.setdefault(key, {"box": box, "words": []})
+        elif level == 5:
+            line = lines.setdefault(key, {"box": box, "words": [], "blank": False})
             if key not in order:
                 order.append(key)
-            line["words"].append((word, confidence))
+            if word:
+                line["words"].append((word, confidence))
+            else:
+                line["blank"] = True
+    blank = [key for key in order if lines[key]["blank"] and not lines[key]["words"]]
+    if blank and recover is not None:
+        found = recover([(lines[key]["box"], blocks.get(key[0])) for key in blank])
+        for key, words in zip(blank, found, strict=True):
+            lines[key]["words"] = words
     text = ""
     out_lines: list[list] = []
     weighted = letters = 0.0
@@ -391,6 +641,8 @@ def parse_tsv(tsv: str, size: tuple[int, int]) -> Reading:
         start = len(text)
         text += " ".join(word for word, _ in line["words"])
         left, top, box_width, box_height = line["box"]
+        if line["blank"] and key[0] in blocks:  # read again across its block
+            left, box_width = blocks[key[0]][0], blocks[key[0]][2]
         out_lines.append(
             [
                 start,

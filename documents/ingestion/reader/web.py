@@ -9,6 +9,7 @@ body is taken instead.
 
 import re
 
+from documents.ingestion.formats import html_encoding
 from documents.ingestion.reader.markup import markdown_table, parse_html, to_markdown
 from documents.ingestion.reader.protocol import Refusal, Request, emit, page_message
 
@@ -21,6 +22,8 @@ _INLINE_TAGS = re.compile(r"</?(?:sup|sub|u|mark|del|s|b|i|em|strong|small)>")
 _ESCAPED = re.compile(r"\\([\[\]()*_#`~>!+.-])")
 _EDIT_LINK = re.compile(r"\s*\[edit\]\s*$")
 _RUNS = re.compile(r"[ \t]{2,}")
+# lxml refuses a decoded string that still declares an encoding.
+_XML_DECLARATION = re.compile(r"\A\ufeff?\s*<\?xml[^>]*\?>")
 
 
 def read_html(request: Request) -> None:
@@ -28,7 +31,12 @@ def read_html(request: Request) -> None:
     from trafilatura.utils import load_html
 
     with open(request.path, "rb") as handle:
-        data = handle.read()
+        data: bytes | str = handle.read()
+    if encoding := html_encoding(data, request.charset):
+        # Decoded here: the extractor's own guess tries UTF-8 and then a
+        # detector, which takes UTF-16 for binary data and misreads legacy
+        # 8-bit pages that say what they are.
+        data = _XML_DECLARATION.sub("", data.decode(encoding, errors="replace"), 1)
     tree = load_html(data)
     if tree is None:
         tree = parse_html(data)
