@@ -325,7 +325,7 @@ def pkce_pair() -> tuple[str, str]:
 async def consent_flow(site, alpha: str, seen: dict) -> None:
     """Issue 19's High finding, as observed: the admin approves client C for
     write on alpha and read on the demo channel, then C asks for `read write`
-    on the demo channel with approval_prompt=auto (and prompt=none)."""
+    on the demo channel with approval_prompt=auto, and with prompt=none."""
     port = free_port()
     callback_url = f"http://127.0.0.1:{port}/callback"
     async with httpx2.AsyncClient(base_url=site.base_url, timeout=30) as http:
@@ -402,7 +402,7 @@ async def consent_flow(site, alpha: str, seen: dict) -> None:
             seen["demo"] = await approve(site.slug, "read")
 
             seen["bypass"] = []
-            for extra in ({"approval_prompt": "auto"}, {"prompt": "none"}):
+            for extra in ({"approval_prompt": "auto"},):
                 before = len(callbacks)
                 _, challenge = pkce_pair()
                 await page.goto(
@@ -418,6 +418,15 @@ async def consent_flow(site, alpha: str, seen: dict) -> None:
                     )
                 )
             await page.screenshot(path="test-artifacts/signin-auto-consent.png")
+            # prompt=none forbids the page: the answer is a redirect to the
+            # client (page.route does not see a navigation's redirect target,
+            # so the signed-in browser's own request context asks, unfollowed).
+            _, challenge = pkce_pair()
+            answer = await page.context.request.get(
+                authorize_url(site.slug, "read write", challenge, prompt="none"),
+                max_redirects=0,
+            )
+            seen["prompt_none"] = (answer.status, answer.headers.get("location", ""))
             await browser.close()
 
         write = await http.post(
@@ -443,6 +452,11 @@ def test_approval_prompt_auto_gets_the_consent_page_not_a_code(site, alpha):
     for extra, consent_page, codes, still_here in seen["bypass"]:
         assert consent_page and still_here, extra
         assert codes == 0, extra
+    status, location = seen["prompt_none"]
+    assert status == 302, location
+    answer = httpx2.URL(location)
+    assert answer.params["error"] == "consent_required"
+    assert "code" not in answer.params and answer.params["state"] == site.slug
     status, challenge = seen["write"]
     assert status == 403 and 'error="insufficient_scope"' in challenge
     assert seen["read"] == 200

@@ -22,6 +22,7 @@ def test_healthz_answers_without_asking_anything():
 
 
 def test_readyz_needs_a_worker_seen_recently_and_tells_no_configuration(settings):
+    WorkerHeartbeat.objects.all().delete()  # workers other tests ran
     response = Client().get("/readyz")
     assert response.status_code == 503
     body = json.loads(response.content)
@@ -52,7 +53,8 @@ def test_a_stale_heartbeat_is_forgotten_after_a_day():
     now = timezone.now()
     workers.beat("old", started_at=now, now=now - datetime.timedelta(days=2))
     workers.beat("new", started_at=now, now=now)
-    assert list(WorkerHeartbeat.objects.values_list("worker_id", flat=True)) == ["new"]
+    ids = set(WorkerHeartbeat.objects.values_list("worker_id", flat=True))
+    assert "new" in ids and "old" not in ids
 
 
 def test_metrics_exist_only_for_declared_addresses_or_the_token(settings):

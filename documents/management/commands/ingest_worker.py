@@ -78,12 +78,14 @@ class Command(DbWorkerCommand):
                 name="task-recovery",
                 daemon=True,
             ).start()
-        threading.Thread(
+        stopping = threading.Event()
+        heartbeat = threading.Thread(
             target=self._beat_every,
-            args=(worker_id, settings.WORKER_HEARTBEAT_SECONDS),
+            args=(worker_id, settings.WORKER_HEARTBEAT_SECONDS, stopping),
             name="heartbeat",
             daemon=True,
-        ).start()
+        )
+        heartbeat.start()
         self.worker = LeasedWorker(
             stop_timeout=settings.WORKER_STOP_TIMEOUT,
             queue_names=queue_name.split(","),
@@ -104,6 +106,8 @@ class Command(DbWorkerCommand):
                 self.worker.configure_signals()
                 self.worker.run()
         finally:
+            stopping.set()
+            heartbeat.join()
             try:
                 workers.stopped(worker_id)
             except Exception as exc:  # the database may be gone already
@@ -118,16 +122,19 @@ class Command(DbWorkerCommand):
             names = ", ".join(sync.source.name for sync in due)
             self.stdout.write(f"Queued scheduled syncs: {names}")
 
-    def _beat_every(self, worker_id: str, interval: float) -> None:
+    def _beat_every(
+        self, worker_id: str, interval: float, stopping: threading.Event
+    ) -> None:
+        """Beat until the worker stops (it then deletes its heartbeat)."""
         started_at = timezone.now()
-        while True:
+        while not stopping.is_set():
             try:
                 workers.beat(worker_id, started_at=started_at)
             except Exception as exc:  # the database may be restarting; try later
                 self.stderr.write(f"Heartbeat failed: {exc}")
             finally:
                 connection.close()  # this thread's own connection
-            time.sleep(interval)
+            stopping.wait(interval)
 
     def _recover_every(self, interval: float) -> None:
         while True:
