@@ -101,47 +101,35 @@ def build_channels(rebuild: bool) -> dict:
     if rebuild:
         Channel.objects.filter(slug__in=["demo", "pdfs", "office"]).delete()
     demo = load_demo().channel
-    pdfs = Channel.objects.filter(slug="pdfs").first()
-    if pdfs is None:
-        pdfs = create_channel(slug="pdfs", name="Shared PDFs")
-    present = set(pdfs.documents.values_list("original_filename", flat=True))
-    for relative in spec["channels"]["pdfs"]["files"]:
-        path = PDFS / relative
-        if path.name in present:
-            continue
-        print(f"Ingesting {path.name}…", flush=True)
-        with path.open("rb") as handle:
-            document = create_document(
-                actor=COMMAND_LINE,
-                channel=pdfs,
-                file=File(handle, name=path.name),
-                filename=path.name,
-                content_type="application/pdf",
-                enqueue=False,
-            )
-        document = ingest_document(document_id=document.pk)
-        if document.status != Document.Status.READY:
-            print(f"  {path.name} failed: {document.status_reason}")
-    office = Channel.objects.filter(slug="office").first()
-    if office is None:
-        office = create_channel(slug="office", name="Shared Office, web and scans")
-    present = set(office.documents.values_list("original_filename", flat=True))
-    for relative in spec["channels"]["office"]["files"]:
-        path = OFFICE / relative
-        if path.name in present:
-            continue
-        print(f"Ingesting {path.name}…", flush=True)
-        with path.open("rb") as handle:
-            document = create_document(
-                actor=COMMAND_LINE,
-                channel=office,
-                file=File(handle, name=path.name),
-                filename=path.name,
-                enqueue=False,
-            )
-        document = ingest_document(document_id=document.pk)
-        if document.status != Document.Status.READY:
-            print(f"  {path.name} failed: {document.status_reason}")
+
+    def filled(slug: str, name: str, root, content_type: str | None = None):
+        """The channel `slug` with every file the question set names for it,
+        each ingested now unless it is there already."""
+        channel = Channel.objects.filter(slug=slug).first()
+        if channel is None:
+            channel = create_channel(slug=slug, name=name)
+        present = set(channel.documents.values_list("original_filename", flat=True))
+        for relative in spec["channels"][slug]["files"]:
+            path = root / relative
+            if path.name in present:
+                continue
+            print(f"Ingesting {path.name}…", flush=True)
+            with path.open("rb") as handle:
+                document = create_document(
+                    actor=COMMAND_LINE,
+                    channel=channel,
+                    file=File(handle, name=path.name),
+                    filename=path.name,
+                    content_type=content_type,
+                    enqueue=False,
+                )
+            document = ingest_document(document_id=document.pk)
+            if document.status != Document.Status.READY:
+                print(f"  {path.name} failed: {document.status_reason}")
+        return channel
+
+    pdfs = filled("pdfs", "Shared PDFs", PDFS, content_type="application/pdf")
+    office = filled("office", "Shared Office, web and scans", OFFICE)
     # What the worker's prepare_answers_task does after each ingestion.
     from documents.generation.vectors import prepare_document
 
