@@ -4,7 +4,6 @@ synced document comes from, delete."""
 
 import json
 import mimetypes
-from urllib.parse import urlsplit
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -27,6 +26,7 @@ from documents.forms import (
 )
 from documents.models import Chunk, Document, DocumentRevision, Page
 from documents.originals import original_response
+from documents.results import public_url
 from documents.services import documents as document_services
 from documents.services.revisions import replace_document_file
 
@@ -197,14 +197,11 @@ class DocumentAdmin(CuratedChannelsAdmin):
 
     @admin.display(description="Source URL")
     def source_url_link(self, document: Document) -> str:
-        # Only a web address is a link; anything else stays text.
-        if urlsplit(document.source_url).scheme not in ("http", "https"):
+        # Only a web address is a link (the one rule every door uses).
+        url = public_url(document.source_url)
+        if url is None:
             return document.source_url or "-"
-        return format_html(
-            "<a href='{}' rel='noreferrer noopener'>{}</a>",
-            document.source_url,
-            document.source_url,
-        )
+        return format_html("<a href='{}' rel='noreferrer noopener'>{}</a>", url, url)
 
     @admin.display(description="Last sync")
     def last_sync(self, document: Document) -> str:
