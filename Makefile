@@ -19,7 +19,7 @@ export DJANGO_SECRET_KEY
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-fast format lint check check-migrations check-deploy chromium tesseract node bench bench-scifact bench-scale bench-ingest bench-ocr bench-answers bench-load bench-faults bench-abuse bench-sync
+.PHONY: help install run test test-fast format lint check check-migrations check-deploy chromium tesseract nginx node bench bench-scifact bench-scale bench-ingest bench-ocr bench-answers bench-load bench-faults bench-abuse bench-sync
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/\1\t\2/' | expand -t 18
@@ -43,7 +43,7 @@ run: install tesseract ## start the demo server on http://127.0.0.1:8000 (PORT= 
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py runquire --demo --port $(PORT)
 
-test: install node chromium tesseract ## run the whole test suite (PYTEST_ARGS= for a part)
+test: install node chromium tesseract nginx ## run the whole test suite (PYTEST_ARGS= for a part)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The inner loop: no browser (tests_browser/), no Node clients (Inspector,
@@ -89,6 +89,13 @@ chromium: ## install Debian's Chromium when /usr/bin/chromium is missing
 	@test -x /usr/bin/chromium || { \
 		SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
 		$$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium; }
+
+# The reverse-proxy test (mcp_endpoint/tests/test_proxy.py) runs Debian's nginx
+# with deploy/nginx/quire.conf, the site file an operator installs.
+nginx: ## install Debian's nginx when /usr/sbin/nginx is missing
+	@test -x /usr/sbin/nginx || { \
+		SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+		$$SUDO apt-get update -q && $$SUDO apt-get install -y -q nginx; }
 
 # OCR reads scanned pages with Debian's Tesseract and the language data named in
 # OCR_LANGUAGES (Tesseract codes joined by "+", e.g. eng+deu+fra); osd is its

@@ -387,6 +387,9 @@ AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 365, minimum=0)
 # Client address behind proxies: how many trusted proxies append to
 # X-Forwarded-For (0: use the connection's address).
 PROXY_TRUSTED_HOPS = env_int("PROXY_TRUSTED_HOPS", 0, minimum=0)
+# The proxies' own addresses or networks: forwarded headers from any other peer
+# are dropped (project.forwarded). Empty: every peer is believed.
+PROXY_TRUSTED_ADDRESSES = env_networks("PROXY_TRUSTED_ADDRESSES")
 
 # Slow clients (project.http_guard, used by uvicorn): seconds to send the request
 # headers, and to send the body (plus one second per HTTP_BODY_MIN_RATE bytes),
