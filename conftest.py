@@ -8,6 +8,8 @@ import hashlib
 import numpy as np
 import pytest
 
+from documents.tests.chat_model import start_chat_model_server
+
 SHARED_DATA = (
     __import__("pathlib").Path(__file__).resolve().parent.parent / "shared" / "data"
 )
@@ -103,67 +105,20 @@ def steady_rate_window(monkeypatch):
 
 @pytest.fixture
 def chat_model_server():
-    """Factory for a real local OpenAI-compatible /chat/completions endpoint.
+    """Factory for a real local OpenAI-compatible /chat/completions endpoint
+    (documents.tests.chat_model).
 
     `chat_model_server(reply)` starts one whose answer text is `reply(labels)`,
     where labels are the `[Document <id>, Page <n>]` labels of the last user
     message; it returns (base_url, requests), each request recorded as
     {"path", "headers", "body"}. Servers stop when the test ends.
     """
-    import json
-    import re
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     servers = []
 
     def start(reply):
-        requests: list[dict] = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server API)
-                length = int(self.headers["Content-Length"])
-                body = json.loads(self.rfile.read(length))
-                requests.append(
-                    {
-                        "path": self.path,
-                        "headers": {k.lower(): v for k, v in self.headers.items()},
-                        "body": body,
-                    }
-                )
-                labels = re.findall(
-                    r"\[Document \d+, Page \d+\]", body["messages"][-1]["content"]
-                )
-                message = {"role": "assistant", "content": reply(labels)}
-                payload = json.dumps(
-                    {
-                        "id": "chatcmpl-test",
-                        "object": "chat.completion",
-                        "created": 0,
-                        "model": body["model"],
-                        "choices": [
-                            {"index": 0, "message": message, "finish_reason": "stop"}
-                        ],
-                        "usage": {
-                            "prompt_tokens": 1,
-                            "completion_tokens": 1,
-                            "total_tokens": 2,
-                        },
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args):
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        server, base_url, requests = start_chat_model_server(reply)
         servers.append(server)
-        return f"http://127.0.0.1:{server.server_port}/v1", requests
+        return base_url, requests
 
     yield start
     for server in servers:

@@ -275,7 +275,7 @@ def quire_server(django_db_setup, django_db_blocker, tmp_path_factory):
         live.server_environment(media, conformance_key), workers=2
     )
     try:
-        yield live.LiveServer(base_url, demo_slug, demo_key, conformance_key)
+        yield live.LiveServer(base_url, demo_slug, demo_key, conformance_key, media)
     finally:
         live.stop_server(process)
         with django_db_blocker.unblock():

@@ -44,6 +44,8 @@ class LiveServer:
     demo_slug: str
     demo_key: str
     conformance_key: str
+    # Where its stored files are: another server on the same data serves them too.
+    media: Path | None = None
 
     @property
     def demo_url(self) -> str:
