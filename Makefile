@@ -78,6 +78,7 @@ check-deploy: ## Django's deployment checks, with production settings
 	DJANGO_CSRF_TRUSTED_ORIGINS=https://quire.example.org \
 	MCP_ALLOWED_ORIGINS=https://quire.example.org \
 	PROXY_TRUSTED_HOPS=1 \
+	PROXY_TRUSTED_ADDRESSES=127.0.0.1 \
 	DJANGO_BEHIND_TLS_PROXY=true \
 	DJANGO_SECURE_COOKIES=true \
 	DJANGO_SECURE_SSL_REDIRECT=true \

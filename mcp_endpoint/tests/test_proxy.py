@@ -388,8 +388,8 @@ def test_forwarded_headers_count_only_from_the_proxy(proxied):
     """Sent straight to Quire from another address, X-Forwarded-Proto and
     X-Forwarded-For are dropped: Quire sees plain http and redirects to https,
     /metrics included. The same headers from the proxy's address are believed
-    (/metrics is served to the forwarded address it allows), and through nginx a client's own
-    X-Forwarded-For entry is never the one Quire reads."""
+    (/metrics is served to the forwarded address it allows), and through nginx
+    a client's own X-Forwarded-For entry is never the one Quire reads."""
     forged = {"X-Forwarded-Proto": "https", "X-Forwarded-For": METRICS_READER}
     metadata = "/.well-known/oauth-authorization-server"
     with outsider() as client:
