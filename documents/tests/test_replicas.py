@@ -1,6 +1,7 @@
 """Read replicas (documents.replicas) against a real streaming standby."""
 
 import json
+import re
 
 import pytest
 from django.core.files.base import ContentFile
@@ -12,12 +13,16 @@ from documents.access import COMMAND_LINE
 from documents.models import Chunk, Document
 from documents.search.service import retrieve_chunks
 from documents.services.keys import create_api_key
+from documents.telemetry import metrics, readiness
 from documents.tests.corpus import add_document
 from documents.tests.replica import REPLICA_DATABASES, use_replica
 from documents.tests.replica import standby as standby  # the fixture
 
 CHUNKS = Chunk._meta.db_table
-pytestmark = pytest.mark.django_db(transaction=True, databases=REPLICA_DATABASES)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True, databases=REPLICA_DATABASES),
+]
 
 
 @pytest.fixture
@@ -63,6 +68,11 @@ def test_search_reads_the_replica_and_an_upload_status_the_primary(
         assert [c.chunk_id for c in on_replica] == [c.chunk_id for c in on_primary]
         assert scans_after(standby, alias) > before
         assert listing.list_documents(handbook)["total_count"] == 1
+        body, _ = metrics.render()
+        lag = re.search(
+            rf'quire_replica_lag_seconds{{replica="{alias}"}} (\S+)', body.decode()
+        )
+        assert lag and float(lag.group(1)) <= settings.REPLICA_MAX_LAG
 
         with standby.connect() as conn:
             conn.execute("SELECT pg_wal_replay_pause()")
@@ -119,5 +129,10 @@ def test_a_replica_stopped_mid_run_fails_no_call(standby, handbook, clock, setti
             clock[0] += settings.REPLICA_CHECK_SECONDS
             assert replicas.choose_replica() is None, "still down when checked again"
             assert [s.reachable for s in replicas.replica_states()] == [False]
+            checks = readiness.run_checks()
+            assert checks["replicas"] == "1 of 1 replicas unavailable or lagging"
+            assert readiness.is_ready({**checks, "worker": readiness.OK}), (
+                "a replica down does not take the server out of rotation"
+            )
     finally:
         standby.start()
