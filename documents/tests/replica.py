@@ -173,6 +173,12 @@ class Standby:
             "OPTIONS": {"connect_timeout": 2},
         }
 
+    def resume_replay(self) -> None:
+        """Resume a replay paused with pg_wal_replay_pause() (if it runs)."""
+        if self.process is not None and self.process.poll() is None:
+            with self.connect() as conn:
+                conn.execute("SELECT pg_wal_replay_resume()")
+
     def table_scans(self, table: str) -> int:
         """Sequential and index scans of `table` counted by the standby itself
         (each server keeps its own statistics)."""
