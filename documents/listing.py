@@ -5,6 +5,7 @@ from django.db.models import F, OrderBy
 
 from documents.filters import compile_filter, filter_fields
 from documents.models import Channel, Document, MetadataField
+from documents.replicas import replica_read
 from documents.results import (
     DocumentPage,
     output_schema,
@@ -24,6 +25,7 @@ _JSON_TYPES = {
 }
 
 
+@replica_read
 def list_documents(
     channel: Channel,
     *,

@@ -9,6 +9,7 @@ import json
 import os
 from urllib.parse import urlsplit
 
+import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -220,3 +221,18 @@ def env_s3_stores(name: str) -> dict[str, dict]:
             "timeout": float(timeout),
         }
     return stores
+
+
+def env_database_urls(name: str) -> list[dict]:
+    """PostgreSQL URLs separated by commas or spaces (none by default), each
+    parsed into a DATABASES entry."""
+    entries = []
+    for url in os.environ.get(name, "").replace(",", " ").split():
+        try:
+            entry = dj_database_url.parse(url)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name}: a URL is not valid: {exc}") from None
+        if entry["ENGINE"] != "django.db.backends.postgresql":
+            raise ImproperlyConfigured(f"{name}: every URL must point at PostgreSQL.")
+        entries.append(entry)
+    return entries

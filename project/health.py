@@ -30,7 +30,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 @never_cache
 def readyz(request: HttpRequest) -> JsonResponse:
     checks = readiness.run_checks()
-    ready = all(answer == readiness.OK for answer in checks.values())
+    ready = readiness.is_ready(checks)
     return JsonResponse(
         {"status": "ready" if ready else "not ready", "checks": checks},
         status=200 if ready else 503,

@@ -16,6 +16,7 @@ from project.env import (
     env_bool,
     env_chat_endpoints,
     env_choice,
+    env_database_urls,
     env_float,
     env_folders,
     env_int,
@@ -176,6 +177,28 @@ _test_name = env_str("QUIRE_TEST_DATABASE")
 if _test_name:
     _default_db["TEST"] = {"NAME": _test_name}
 DATABASES = {"default": _default_db}
+# Read replicas (documents.replicas): streaming standbys of the primary, as
+# aliases replica1, replica2, ... Search, listing, page reads and tool schemas
+# read from one that answers and lags at most REPLICA_MAX_LAG seconds (health
+# measured at most every REPLICA_CHECK_SECONDS); REPLICA_CONNECT_TIMEOUT bounds
+# the wait for a replica connection before the read goes to the primary.
+REPLICA_MAX_LAG = env_float("REPLICA_MAX_LAG", 10.0, minimum=0.0)
+REPLICA_CHECK_SECONDS = env_float("REPLICA_CHECK_SECONDS", 5.0, minimum=0.1)
+REPLICA_CONNECT_TIMEOUT = env_float("REPLICA_CONNECT_TIMEOUT", 2.0, minimum=0.1)
+for _number, _replica in enumerate(env_database_urls("DATABASE_REPLICA_URLS"), 1):
+    _replica["CONN_MAX_AGE"] = 0
+    _replica.setdefault("OPTIONS", {})
+    # libpq counts whole seconds, and takes less than 2 as 2.
+    _replica["OPTIONS"]["connect_timeout"] = max(2, round(REPLICA_CONNECT_TIMEOUT))
+    _replica["OPTIONS"]["pool"] = {
+        **_default_db["OPTIONS"]["pool"],
+        "timeout": REPLICA_CONNECT_TIMEOUT,
+    }
+    # Under the test runner a replica reads the primary's test database.
+    _replica["TEST"] = {"MIRROR": "default"}
+    DATABASES[f"replica{_number}"] = _replica
+DATABASE_REPLICAS = [alias for alias in DATABASES if alias != "default"]
+DATABASE_ROUTERS = ["documents.replicas.ReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {

@@ -13,6 +13,7 @@ from documents.generation.chat import ChatGenerator
 from documents.generation.extractive import ExtractiveGenerator
 from documents.ingestion import embeddings
 from documents.models import Channel
+from documents.replicas import replica_read_current
 from documents.search.service import embed_query, retrieve_chunks
 from documents.telemetry import tracing
 
@@ -66,6 +67,7 @@ def answer_cache_key(
     return f"quire:answer:{channel.pk}:{corpus_version}:{digest}"
 
 
+@replica_read_current
 def evidence_chunks(
     channel: Channel,
     query: str,
@@ -75,7 +77,8 @@ def evidence_chunks(
 ):
     """The chunks an answer draws on: the channel's retrieval, at least
     ANSWER_CHUNKS deep (the sentence that answers is not always in the
-    channel's top few)."""
+    channel's top few). Read on a replica only once it has replayed the
+    channel's version the answer is cached under."""
     return retrieve_chunks(
         channel,
         query,
@@ -98,11 +101,14 @@ def answer_question(
     Same restrictions as retrieve_chunks (FilterError for a bad filter). Repeat
     questions come from the cache until the channel's corpus changes.
     """
+    # From the primary: the key names the corpus the answer is drawn from.
     corpus_version = (
         Channel.objects.filter(pk=channel.pk)
         .values_list("corpus_version", flat=True)
         .first()
     )
+    if corpus_version is not None and corpus_version != channel.corpus_version:
+        channel = Channel.objects.get(pk=channel.pk)
     key = answer_cache_key(
         channel, corpus_version or 0, query, document_ids, metadata_filter
     )

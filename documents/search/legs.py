@@ -9,7 +9,6 @@ the ORM (documents.filters builds them), compiled once per search.
 
 from functools import cached_property
 
-from django.db import connection
 from django.db.models import QuerySet, Sum
 
 from documents.models import (
@@ -19,6 +18,7 @@ from documents.models import (
     KeywordStatistics,
     TermStatistic,
 )
+from documents.replicas import read_connection
 from documents.search import terms
 
 CHUNKS = Chunk._meta.db_table
@@ -119,7 +119,7 @@ class Scope:
 def query_terms(channel: Channel, query: str) -> tuple[dict[str, tuple[int, int]], int]:
     """({lexeme: (frequency in the query, chunk frequency)}, chunk count) for a
     query, in one round trip."""
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             "SELECT u.lexeme, cardinality(u.positions), "
             "COALESCE(s.chunk_frequency, 0), "
@@ -173,7 +173,7 @@ def _bm25_ranked(
         match, match_params = "(c.terms <#> %s::sparsevec) < 0", [query_vector]
     else:
         match, match_params = "c.search_vector @@ %s::tsquery", [tsquery]
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"SELECT c.id, -(c.terms <#> %s::sparsevec) AS bm25 FROM {CHUNKS} c "
             f"WHERE {where} AND {match} ORDER BY bm25 DESC LIMIT %s",
@@ -253,7 +253,7 @@ def _nearest(
         f"ORDER BY {order} LIMIT %s"
     )
     settings = [] if exact else _hnsw_settings(candidates)
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         # One message: the settings and the scan travel together, and SET LOCAL
         # lasts until the end of the transaction they share (an implicit one in
         # autocommit mode, which a multi-statement message gets).

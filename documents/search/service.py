@@ -4,12 +4,12 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
-from django.db import connection
 
 from documents.filters import compile_filter
 from documents.ingestion import embeddings
 from documents.models import Channel, Chunk, Document, MetadataField
 from documents.regions import add_passage_regions
+from documents.replicas import read_connection, replica_read
 from documents.results import RetrievedChunk
 from documents.search.fusion import reciprocal_rank_fusion
 from documents.search.legs import Scope, keyword_leg, vector_leg
@@ -21,6 +21,7 @@ from documents.telemetry import tracing
 _embedding_threads = ThreadPoolExecutor(thread_name_prefix="embed-query")
 
 
+@replica_read
 def retrieve_chunks(
     channel: Channel,
     query: str,
@@ -86,6 +87,7 @@ def embed_query(embedder: embeddings.Embedder, query: str) -> list[float]:
         return embedder.embed_query(query)
 
 
+@replica_read
 def retrieve_passages(channel: Channel, query: str, **options) -> list[RetrievedChunk]:
     """retrieve_chunks (same options), each chunk with the regions of its lines
     on its page: the passages retrieve_text_chunks and the REST search return."""
@@ -101,7 +103,7 @@ def _load(channel: Channel, ranked: list[tuple[int, float]]) -> list[RetrievedCh
     the channel's shown fields) cost ten times running it."""
     if not ranked:
         return []
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(_LOAD_SQL, [channel.pk, [chunk_id for chunk_id, _ in ranked]])
         rows = cursor.fetchall()
     by_id = {row[0]: row for row in rows}

@@ -14,6 +14,7 @@ prometheus_client's PROMETHEUS_MULTIPROC_DIR and the scrape merges them
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Iterator
 
@@ -33,6 +34,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from documents.models import Document, SourceSync, WorkerHeartbeat
+from documents.replicas import replica_states
 
 OTHER = "other"
 NO_CHANNEL = "-"
@@ -148,6 +150,16 @@ class DatabaseCollector(Collector):
         )
         workers.add_metric([], WorkerHeartbeat.objects.recent(now).count())
         yield workers
+
+        lag = GaugeMetricFamily(
+            "quire_replica_lag_seconds",
+            "Replay lag of each read replica (NaN when it does not answer or is "
+            "not a standby); one past REPLICA_MAX_LAG is skipped.",
+            labels=["replica"],
+        )
+        for state in replica_states(fresh=True):
+            lag.add_metric([state.alias], math.nan if state.lag is None else state.lag)
+        yield lag
 
 
 def render() -> tuple[bytes, str]:

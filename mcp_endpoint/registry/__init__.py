@@ -18,6 +18,7 @@ from asgiref.sync import sync_to_async
 from django.core.signals import setting_changed
 
 from documents.models import Channel
+from documents.replicas import replica_read_current
 from documents.tool_switches import switch_catalogue
 from mcp_endpoint.registry.context import (
     LOG_LEVELS,
@@ -123,9 +124,7 @@ class Registry:
         key = (channel.pk, channel.corpus_version, channel.updated_at)
         definitions = self._definitions.get(key)
         if definitions is None and build:
-            definitions = {
-                tool.name: tool.definition(channel) for tool in self.tools(channel)
-            }
+            definitions = _build_definitions(channel, self.tools(channel))
             if len(self._definitions) >= DEFINITIONS_CACHE_SIZE:
                 self._definitions = {}
             self._definitions[key] = definitions
@@ -208,3 +207,10 @@ class Registry:
 registry = Registry()
 # Caps such as MCP_LIST_LIMIT_MAX appear in the schemas (tests change them).
 setting_changed.connect(registry.clear_definitions)
+
+
+@replica_read_current
+def _build_definitions(channel: Channel, tools: Iterable[Tool]) -> dict[str, dict]:
+    """The tools' definitions; their schemas read the channel's fields and values
+    in use, on a replica that has replayed the channel as the caller read it."""
+    return {tool.name: tool.definition(channel) for tool in tools}

@@ -81,8 +81,11 @@ def server_environment(media_root: Path, conformance_key: str) -> dict[str, str]
     return env
 
 
-def start_server(env: dict[str, str], workers: int = 2) -> tuple[subprocess.Popen, str]:
-    port = free_port()
+def start_server(
+    env: dict[str, str], workers: int = 2, port: int | None = None
+) -> tuple[subprocess.Popen, str]:
+    """uvicorn on `port` (a free one by default), once it answers."""
+    port = port or free_port()
     process = subprocess.Popen(
         uvicorn_command(
             "mcp_endpoint.tests.live_app:application",

@@ -22,6 +22,7 @@ from documents.limits import (
     DocumentIds,
 )
 from documents.models import Channel, Document, Page
+from documents.replicas import replica_read
 from documents.results import citation_label, provenance_of, revision_of
 from mcp_endpoint import schemas
 from mcp_endpoint.citations import citation_url
@@ -117,6 +118,7 @@ def pages_cap(channel: Channel) -> int:
     return min(channel.max_pages_per_call, settings.MCP_MAX_PAGES_PER_CALL)
 
 
+@replica_read
 def _read_pages(
     channel: Channel, document_id: int, start: int, end: int, kind: str
 ) -> list[dict]:

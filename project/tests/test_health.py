@@ -32,6 +32,7 @@ def test_readyz_needs_a_worker_seen_recently_and_tells_no_configuration(settings
         "migrations": "ok",
         "embedder": "ok",
         "worker": "no worker seen",
+        "replicas": "ok",
     }
 
     workers.beat("worker-a", started_at=timezone.now())
