@@ -18,6 +18,7 @@ template. Style it with documents/static/documents/pageview.css
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from django.http import HttpRequest
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -54,17 +55,22 @@ def render_page_html(
     return mark_safe(sanitise_html(render(text, spans, mark_id=mark_id)))
 
 
-def back_url(request: HttpRequest, *, fallback: str = "") -> str:
+def back_url(
+    request: HttpRequest, *, fallback: str = "", unless_under: str = ""
+) -> str:
     """Where the person came from when it is a page of this site (the
-    Referer), else `fallback`: a back link never leads to another site, nor
-    carries a URL another site chose."""
+    Referer) and not under `unless_under`, else `fallback`: a back link never
+    leads to another site, nor carries a URL another site chose."""
     referer = request.headers.get("referer", "")
-    if referer and url_has_allowed_host_and_scheme(
+    if not referer or referer == request.build_absolute_uri():
+        return fallback
+    if not url_has_allowed_host_and_scheme(
         referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
-        if referer != request.build_absolute_uri():
-            return referer
-    return fallback
+        return fallback
+    if unless_under and urlsplit(referer).path.startswith(unless_under):
+        return fallback
+    return referer
 
 
 @dataclass(frozen=True)
