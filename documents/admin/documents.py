@@ -542,7 +542,7 @@ class DocumentAdmin(CuratedChannelsAdmin):
                 back_url=back_url(
                     request,
                     fallback=change_url,
-                    unless_under=f"{change_url}pages/",
+                    unless_under=page_url(1).removesuffix("1/"),
                 ),
                 previous_url=page_url(number - 1),
                 next_url=page_url(number + 1),

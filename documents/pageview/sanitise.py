@@ -11,6 +11,7 @@ leaves its alt text), so a page never calls out of Quire. Unknown elements are
 unwrapped, their text kept.
 """
 
+from html import escape
 from urllib.parse import urlsplit
 
 from lxml import etree
@@ -36,8 +37,12 @@ GLOBAL_ATTRIBUTES = frozenset({"class", "id", "lang", "dir", "title"})
 DROPPED = frozenset(
     "script style template iframe frame frameset object embed applet noscript "
     "svg math form input button select textarea option link meta base head "
-    "title audio video source track canvas picture map area portal".split()
+    "title audio video canvas picture map portal".split()
 )
+# Void elements the HTML parser may take for containers (it nests what follows
+# an <embed> inside it): removed, but what they seem to hold is kept and
+# sanitised in turn.
+DROPPED_VOID = frozenset("embed param source track area".split())
 LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 
 
@@ -56,7 +61,10 @@ def sanitise_html(html: str) -> str:
             node.drop_tree()
             continue
         tag = node.tag.lower()
-        if tag in DROPPED:
+        if tag in DROPPED_VOID:
+            node.attrib.clear()
+            node.drop_tag()
+        elif tag in DROPPED:
             node.drop_tree()
         elif tag == "img":
             _replace_with_text(node, (node.get("alt") or "").strip())
@@ -65,9 +73,7 @@ def sanitise_html(html: str) -> str:
         else:
             _keep_allowed_attributes(node, ALLOWED[tag])
     root.attrib.clear()
-    inner = (root.text or "").replace("&", "&amp;").replace("<", "&lt;")
-    inner = inner.replace(">", "&gt;")
-    return inner + "".join(
+    return escape(root.text or "", quote=False) + "".join(
         etree.tostring(child, method="html", encoding="unicode") for child in root
     )
 
