@@ -555,6 +555,8 @@ class DocumentAdmin(CuratedChannelsAdmin):
                 else ""
             ),
             "page_html": render_page_html(page, content_type=document.content_type),
+            # A curator checks what was read: the text beside the image, open.
+            "text_open": True,
         }
         return TemplateResponse(
             request, "admin/documents/document/page_preview.html", context
