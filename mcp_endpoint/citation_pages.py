@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_safe
 
 from documents.access import client_address
 from documents.originals import original_response
-from documents.results import provenance_of
+from documents.pageview import back_url
 from mcp_endpoint import citations
 
 
@@ -72,17 +72,16 @@ def citation_page(request: HttpRequest, token: str) -> HttpResponse:
     cited = _cited(request, token)
     if isinstance(cited, HttpResponse):
         return cited
-    document, page = cited.document, cited.page
-    is_pdf = document.content_type.lower().startswith("application/pdf")
-    original = reverse("mcp_citation", args=[token])
-    context = {
-        "cited": cited,
-        "title": str(document),
-        "image_url": reverse("mcp_citation_image", args=[token]) if page.image else "",
-        "original_url": f"{original}#page={page.number}" if is_pdf else original,
-        **provenance_of(document),
-    }
-    response = TemplateResponse(request, "citations/page.html", context)
+    response = TemplateResponse(
+        request,
+        "citations/page.html",
+        citations.page_view_context(
+            cited,
+            original_url=reverse("mcp_citation", args=[token]),
+            image_url=reverse("mcp_citation_image", args=[token]),
+            back_url=back_url(request),
+        ),
+    )
     response["X-Robots-Tag"] = "noindex"
     response["Referrer-Policy"] = "no-referrer"
     return response

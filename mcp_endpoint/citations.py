@@ -27,7 +27,9 @@ from documents import revisions
 from documents.access import Caller, Scope
 from documents.models import Document, Page, RevisionPage
 from documents.originals import presigned_parameters
+from documents.pageview import PageHeader, render_page_html
 from documents.regions import line_regions
+from documents.results import provenance_of
 
 SALT = "quire.mcp.citation"
 PRESIGNED_SECONDS = 60
@@ -176,9 +178,8 @@ class CitedPage:
     # The quote's line boxes in thousandths of the page (SVG viewBox 0 0 1000 1000).
     marks: list[dict]
     quote: str
-    before: str
-    quoted: str
-    after: str
+    # The quote's offsets in the page text; None for a link to the whole page.
+    span: tuple[int, int] | None = None
     # The revision shown, and the document's current one when that is newer.
     revision: int = 1
     newer_revision: int | None = None
@@ -220,11 +221,50 @@ def cited_page(target: CitationTarget) -> CitedPage | None:
         page=page,
         marks=marks,
         quote=" ".join(text[start:end].split()),
-        before=text[:start],
-        quoted=text[start:end],
-        after=text[end:],
+        span=(start, end) if end else None,
         revision=target.revision
         if _older(target.revision, document)
         else document.revision,
         newer_revision=document.revision if _older(target.revision, document) else None,
     )
+
+
+def page_view_context(
+    cited: CitedPage, *, original_url: str, image_url: str, back_url: str
+) -> dict:
+    """The template context of the page view (documents/pageview/*.html) of a
+    cited page: its header, and the page as the document looks with the quote
+    marked on its image and in its text."""
+    document, page = cited.document, cited.page
+    is_pdf = document.content_type.lower().startswith("application/pdf")
+    spans = [cited.span] if cited.span else []
+    has_image = bool(page.image)
+    return {
+        "header": PageHeader(
+            title=str(document),
+            number=page.number,
+            page_count=None if cited.newer_revision else document.page_count,
+            revision=cited.revision,
+            newer_revision=cited.newer_revision,
+            original_url=f"{original_url}#page={page.number}"
+            if is_pdf
+            else original_url,
+            original_at_page=is_pdf,
+            back_url=back_url,
+            **provenance_of(document),
+        ),
+        "title": str(document),
+        "number": page.number,
+        "image_url": image_url if has_image else "",
+        "marks": cited.marks,
+        "quote": cited.quote,
+        "unplaced": bool(cited.quote and not cited.marks),
+        # On an image with the quote's lines drawn, those lines are what the
+        # page scrolls to; otherwise its mark in the text.
+        "page_html": render_page_html(
+            page,
+            spans,
+            content_type=document.content_type,
+            mark_id="" if has_image and cited.marks else "quote",
+        ),
+    }

@@ -128,10 +128,10 @@ def test_rag_search_citation_opens_the_page(page, site):
         Path(target).parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=target)
     page.goto(f"/admin/documents/document/{handbook}/pages/1/")
-    image = page.locator(".quire-page img")
+    image = page.locator(".pv-sheet img")
     image.wait_for()
     assert page.evaluate("img => img.naturalWidth", image.element_handle()) > 0
-    assert "self-locking" in page.inner_text(".quire-page-text").lower()
+    assert "self-locking" in page.text_content(".pv-text-body").lower()
     assert csp_violations(page) == []
 
 
@@ -221,8 +221,7 @@ def test_admin_forms_work_under_the_csp(page, site):
     assert page.is_visible("#document_metadata_form")
     page.goto(f"/admin/documents/document/{handbook}/pages/1/")
     assert (
-        page.locator(".quire-page").evaluate("e => getComputedStyle(e).display")
-        == "flex"
+        page.locator(".pv-body").evaluate("e => getComputedStyle(e).display") == "flex"
     )
     page.goto("/admin/documents/document/upload/")
     assert page.is_visible("#content-main")

@@ -26,7 +26,8 @@ from documents.forms import (
 )
 from documents.models import Chunk, Document, DocumentRevision, Page
 from documents.originals import original_response
-from documents.results import public_url
+from documents.pageview import PageHeader, back_url, render_page_html
+from documents.results import provenance_of, public_url
 from documents.services import documents as document_services
 from documents.services.revisions import replace_document_file
 
@@ -509,17 +510,53 @@ class DocumentAdmin(CuratedChannelsAdmin):
         return original_response(document)
 
     def page_view(self, request: HttpRequest, object_id: int, number: int):
-        """A page's extracted text beside its rendered image."""
+        """A page as the document looks (documents.pageview), under the same
+        header as the citation page."""
         document = self._document_or_404(request, object_id)
         page = get_object_or_404(Page, document=document, number=number)
+        change_url = reverse(self._url_name("change"), args=[document.pk])
+        is_pdf = document.content_type.lower().startswith("application/pdf")
+        original_url = reverse(self._url_name("original"), args=[document.pk])
+
+        def page_url(other: int) -> str:
+            if not 1 <= other <= document.page_count:
+                return ""
+            return reverse(self._url_name("page"), args=[document.pk, other])
+
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
             "title": f"{document} — page {number} of {document.page_count}",
             "document": document,
             "page": page,
-            "previous_number": number - 1 if number > 1 else None,
-            "next_number": number + 1 if number < document.page_count else None,
+            "header": PageHeader(
+                title=str(document),
+                number=number,
+                page_count=document.page_count,
+                revision=document.revision,
+                original_url=f"{original_url}#page={number}"
+                if is_pdf
+                else original_url,
+                original_at_page=is_pdf,
+                # Paging through the preview, back still means the document.
+                back_url=back_url(
+                    request,
+                    fallback=change_url,
+                    unless_under=page_url(1).removesuffix("1/"),
+                ),
+                previous_url=page_url(number - 1),
+                next_url=page_url(number + 1),
+                **provenance_of(document),
+            ),
+            "number": number,
+            "image_url": (
+                reverse(self._url_name("page_image"), args=[document.pk, number])
+                if page.image
+                else ""
+            ),
+            "page_html": render_page_html(page, content_type=document.content_type),
+            # A curator checks what was read: the text beside the image, open.
+            "text_open": True,
         }
         return TemplateResponse(
             request, "admin/documents/document/page_preview.html", context

@@ -69,6 +69,9 @@ class Format:
     content_types_marker: bytes = b""
     # Whether its pages know where each line sits (citation regions).
     line_positions: bool = False
+    # Whether its pages hold Markdown (headings, lists, tables) that the page
+    # view renders as the document's structure (documents.pageview).
+    markdown_pages: bool = False
 
     @property
     def recognised_by_content(self) -> bool:
@@ -105,6 +108,7 @@ FORMATS: tuple[Format, ...] = (
         label="Word (.docx)",
         extensions=(".docx",),
         reader="office.read_docx",
+        markdown_pages=True,
         pages=SECTIONS,
         package_parts=("word/document.xml",),
         content_types_marker=b"wordprocessingml",
@@ -115,6 +119,7 @@ FORMATS: tuple[Format, ...] = (
         label="PowerPoint (.pptx)",
         extensions=(".pptx",),
         reader="office.read_pptx",
+        markdown_pages=True,
         pages="one page per slide",
         package_parts=("ppt/presentation.xml",),
         content_types_marker=b"presentationml",
@@ -125,6 +130,7 @@ FORMATS: tuple[Format, ...] = (
         label="Excel (.xlsx)",
         extensions=(".xlsx",),
         reader="office.read_xlsx",
+        markdown_pages=True,
         pages="one page per sheet, as a table",
         package_parts=("xl/workbook.xml",),
         content_types_marker=b"spreadsheetml",
@@ -135,6 +141,7 @@ FORMATS: tuple[Format, ...] = (
         label="HTML",
         extensions=(".html", ".htm", ".xhtml"),
         reader="web.read_html",
+        markdown_pages=True,
         pages=SECTIONS,
         aliases=("application/xhtml+xml",),
     ),
@@ -144,6 +151,7 @@ FORMATS: tuple[Format, ...] = (
         label="EPUB",
         extensions=(".epub",),
         reader="epub.read_epub",
+        markdown_pages=True,
         pages=SECTIONS,
         package_parts=("mimetype", "META-INF/container.xml"),
     ),
@@ -153,6 +161,7 @@ FORMATS: tuple[Format, ...] = (
         label="Markdown",
         extensions=(".md", ".markdown"),
         reader="text.read_markdown",
+        markdown_pages=True,
         pages=SECTIONS,
         aliases=("text/x-markdown",),
     ),
@@ -248,6 +257,13 @@ def page_models() -> str:
     for fmt in FORMATS:
         grouped.setdefault(fmt.pages, []).append(fmt.label)
     return "; ".join(f"{', '.join(names)}: {model}" for model, names in grouped.items())
+
+
+def pages_are_markdown(content_type: str) -> bool:
+    """Whether pages of this content type hold Markdown (see Format)."""
+    media_type, _ = parse_header_parameters(content_type)
+    fmt = BY_TYPE.get(_ALIASES.get(media_type.lower(), media_type.lower()))
+    return bool(fmt and fmt.markdown_pages)
 
 
 def with_line_positions() -> str:

@@ -411,6 +411,46 @@ def test_page_preview_shows_text_beside_the_image(admin_client, make_channel):
     assert missing.status_code == 404
 
 
+def test_a_text_format_page_preview_reads_like_the_document(admin_client, make_channel):
+    """A Word page without an image is shown as its structure, full width,
+    under the page header (title, page, revision, original, back to the
+    document); no placeholder for a missing image, no claim that only PDF
+    pages are rendered."""
+    channel = make_channel()
+    docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    document = make_document(
+        channel, content_type=docx, original_filename="manual.docx", page_count=2
+    )
+    Page.objects.create(
+        document=document,
+        number=1,
+        text=f"# Torque\n\nTighten {HOSTILE} the nut.\n\n- step one\n- step two",
+    )
+    url = reverse("admin:documents_document_page", args=[document.pk, 1])
+    response = admin_client.get(url)
+    assert response.status_code == 200
+    page = response.text
+    assert "<h1>Torque</h1>" in page
+    assert "<ul><li>step one</li><li>step two</li></ul>" in page
+    assert "Tighten &lt;script&gt;" in page and HOSTILE not in page
+    assert 'class="pv-body pv-text-only"' in page and "data-zoom-sheet" not in page
+    assert "only PDF" not in page and "No image" not in page
+    change = reverse("admin:documents_document_change", args=[document.pk])
+    assert re.search(rf'<a class="pv-button" href="{change}">&larr; Back</a>', page)
+    original = reverse("admin:documents_document_original", args=[document.pk])
+    assert f'href="{original}">Open the original</a>' in page
+    assert "Revision 1" in page and "Page 1 of 2" in page
+    next_page = reverse("admin:documents_document_page", args=[document.pk, 2])
+    assert f'href="{next_page}" rel="next"' in page
+    # Paging on, back still leads to the document; from elsewhere in the
+    # admin, back there.
+    paged = admin_client.get(url, HTTP_REFERER=f"http://testserver{next_page}")
+    assert f'<a class="pv-button" href="{change}">' in paged.text
+    listing = "http://testserver" + reverse("admin:documents_document_changelist")
+    came = admin_client.get(url, HTTP_REFERER=listing)
+    assert f'<a class="pv-button" href="{listing}">' in came.text
+
+
 @pytest.mark.parametrize("who", ["anonymous", "not staff"])
 def test_page_views_are_for_staff_only(client, make_channel, who):
     """Page previews and images send anyone but staff to the admin login."""

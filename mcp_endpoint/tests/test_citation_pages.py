@@ -105,12 +105,12 @@ def test_the_page_view_shows_the_image_with_the_quoted_lines_marked(mcp, holiday
         'x="100.0" y="240.0" width="500.0" height="30.0"',
     ]
     assert f'<blockquote class="cited-quote">{citation["quote"]}</blockquote>' in page
-    assert "<mark>Employees receive twenty five days" in page
+    assert '<mark class="quire-mark">Employees receive twenty five days' in page
     image = re.search(r'<img src="([^"]+)"', page).group(1)
     assert image.endswith("/image")
     picture = async_to_sync(mcp.client.get)(image)
     assert picture.status_code == 200 and picture["Content-Type"] == "image/png"
-    original = re.search(r'class="cited-original" href="([^"]+)"', page).group(1)
+    original = re.search(r'class="[^"]*cited-original" href="([^"]+)"', page).group(1)
     opened = async_to_sync(mcp.client.get)(original)
     assert opened.status_code == 200
     assert b"".join(opened.streaming_content).startswith(b"Employees receive")
@@ -127,7 +127,7 @@ def test_a_page_without_lines_or_image_shows_its_text_with_the_quote(mcp):
     page = response.content.decode()
     assert response.status_code == 200
     assert 'class="cited-mark"' not in page and "<img" not in page
-    assert '<mark id="quote">Travel expenses</mark>' in page
+    assert '<mark class="quire-mark" id="quote">Travel expenses</mark>' in page
     image = async_to_sync(mcp.client.get)(f"/citations/{token}/image")
     assert image.status_code == 404
 
@@ -236,3 +236,45 @@ def test_the_source_link_is_escaped(mcp, holiday_lines):
     assert "<script>" not in line and '"onmouseover' not in line
     assert "&quot;onmouseover=&quot;alert(1)&quot;&gt;&lt;script&gt;" in line
     assert re.fullmatch(r'Source: <a href="[^"<>]+" rel="noopener noreferrer">.*', line)
+
+
+def test_the_page_header_leads_back_only_within_the_site(mcp, holiday_lines):
+    """The header names the document, page and revision and links the
+    original; its back link is the Referer only when that is a page of this
+    site (a playground answer, say); from anywhere else it is the browser's
+    own back, which carries no address."""
+    token = page_token(holiday_lines.document, page=1, span=(0, 10))
+    url = f"/citations/{token}/page"
+    same_site = "http://testserver/playground/?tool=rag_search"
+    page = async_to_sync(mcp.client.get)(url, headers={"referer": same_site})
+    text = page.content.decode()
+    assert f'<a class="pv-button" href="{same_site}">&larr; Back</a>' in text
+    assert '<h1 class="pv-title">Holiday policy</h1>' in text
+    assert "Revision 1" in text
+    for referer in ("https://evil.example/x", "javascript:alert(1)", ""):
+        headers = {"referer": referer} if referer else {}
+        text = async_to_sync(mcp.client.get)(url, headers=headers).content.decode()
+        assert "evil.example" not in text and "javascript:" not in text
+        assert (
+            '<button class="pv-button" type="button" data-pageview-back hidden>' in text
+        )
+
+
+def test_a_word_page_is_shown_as_the_document_with_the_quote_in_place(mcp):
+    """A page without an image (a Word document's) is rendered as its
+    structure, full width, the quote marked where it sits; no placeholder."""
+    document = Page.objects.get(document_id=doc_id("Expense rules")).document
+    document.content_type = (
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    )
+    document.save(update_fields=["content_type"])
+    page = Page.objects.get(document=document, number=1)
+    page.text = "# Expenses\n\n" + page.text
+    page.save(update_fields=["text"])
+    start = page.text.index("Travel expenses")
+    token = page_token(document, page=1, span=(start, start + 15))
+    text = async_to_sync(mcp.client.get)(f"/citations/{token}/page").content.decode()
+    assert '<article class="pv-document quire-document"' in text
+    assert "<h1>Expenses</h1>" in text
+    assert '<p><mark class="quire-mark" id="quote">Travel expenses</mark>' in text
+    assert "No image" not in text
