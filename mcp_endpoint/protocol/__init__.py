@@ -8,7 +8,7 @@ header and the body's `_meta`.
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import InterfaceError, OperationalError
@@ -64,6 +64,8 @@ class Reply:
     method: str = ""
     tool: str = ""
     outcome: str = "ok"
+    # The caller's W3C trace context (params._meta), for the call log.
+    trace: dict[str, str] = field(default_factory=dict)
 
 
 def error_reply(
@@ -146,6 +148,7 @@ async def handle_post(
         admission_ns=admission_ns,
     ) as span:
         reply = await _answer(message, era, raw_headers, call, emit)
+        reply.trace = tracing.trace_context(params.get("_meta"))
         if reply.outcome != "ok":
             tracing.failed(span, reply.outcome)
         return reply
