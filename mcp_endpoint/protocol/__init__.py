@@ -36,6 +36,7 @@ from mcp_endpoint.protocol.errors import (
     PARSE_ERROR,
     JsonRpcError,
 )
+from mcp_endpoint.protocol.extensions import declares_apps
 from mcp_endpoint.protocol.methods import BOTH, METHODS, server_info
 from mcp_endpoint.registry import CallContext, registry
 
@@ -182,7 +183,7 @@ async def _answer(
             )
         elif method == "initialize":
             version = params.get("protocolVersion") or LATEST_LEGACY_VERSION
-        ctx = _context(params, era, version, client_capabilities, emit, **call)
+        ctx = _context(method, params, era, version, client_capabilities, emit, **call)
         ctx.tool_target = target
         entry = METHODS.get(method)
         if entry is None or era not in entry[1]:
@@ -222,6 +223,7 @@ def _status(era: str, error: JsonRpcError) -> int:
 
 
 def _context(
+    method: str,
     params: dict,
     era: str,
     version: str,
@@ -243,6 +245,7 @@ def _context(
         era=era,
         protocol_version=version,
         client_capabilities=client_capabilities,
+        apps=declares_apps(method, params, client_capabilities),
         progress_token=progress_token if _valid_id(progress_token) else None,
         log_level=meta.get(META_LOG_LEVEL),
         emit=emit,

@@ -26,6 +26,7 @@ from documents.models import Channel, Document, Page
 from documents.results import citation_label, provenance_of, revision_of
 from mcp_endpoint import schemas
 from mcp_endpoint.citations import citation_url
+from mcp_endpoint.protocol.extensions import PAGE_VIEWER_URI
 from mcp_endpoint.registry import (
     CallContext,
     Tool,
@@ -160,7 +161,9 @@ def pages_cap(channel: Channel) -> int:
 
 def _read_pages(
     channel: Channel, document_id: int, start: int, end: int, kind: str
-) -> list[dict]:
+) -> tuple[list[dict], dict]:
+    """The pages' content blocks, and what a page viewer needs to show them
+    (sent as structuredContent only to clients that render MCP Apps)."""
     if start > end:
         raise ToolError(f"page_start ({start}) is after page_end ({end}).")
     cap = pages_cap(channel)
@@ -217,7 +220,14 @@ def _read_pages(
     if rest:
         content.append(text_block(_rest_block(document, rest, kind)))
     content.append(text_block(_closing_block(document)))
-    return content
+    view = {
+        "document_id": document.pk,
+        "title": str(document),
+        "revision": document.revision,
+        "page_count": last,
+        "pages": [page.number for page in pages],
+    }
+    return content, view
 
 
 def _closing_block(document: Document) -> str:
@@ -298,6 +308,7 @@ class GetPages(Tool):
 
     name = "get_pages"
     title = "Get pages"
+    ui_resource = PAGE_VIEWER_URI
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -329,10 +340,10 @@ class GetPages(Tool):
         return schema
 
     async def run(self, args: Args, ctx: CallContext) -> ToolResult:
-        content = await sync_to_async(_read_pages)(
+        content, view = await sync_to_async(_read_pages)(
             ctx.channel, args.document_id, args.page_start, args.page_end, args.type
         )
-        return ToolResult(content)
+        return ToolResult(content, structured=view if ctx.apps else None)
 
 
 def citation_link(ctx: CallContext, document: Document, page: int | None) -> str:
