@@ -25,6 +25,8 @@ MAX_DOCUMENT_IDS = 100
 # Documents a listing returns when the client doesn't say (capped by
 # MCP_LIST_LIMIT_MAX).
 LIST_LIMIT_DEFAULT = 25
+# The longest listing cursor accepted back (it carries the listing's filter).
+CURSOR_MAX_CHARS = 16_000
 # A rating of an answer: the scale, and how much of the question, the answer
 # and the remark is kept.
 SCORE_MIN, SCORE_MAX = 1, 5

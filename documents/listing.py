@@ -1,6 +1,7 @@
 """`list_documents`: a page of a channel's ready documents, with its output schema."""
 
 from django.conf import settings
+from django.core import signing
 from django.db.models import F, OrderBy
 
 from documents.filters import compile_filter, filter_fields
@@ -77,6 +78,58 @@ def list_documents(
             row[name] = document.metadata.get(name)
         results.append(row)
     return {"total_count": total, "offset": offset, "limit": limit, "results": results}
+
+
+CURSOR_SALT = "quire.listing.cursor"
+
+
+class BadCursor(ValueError):
+    """A cursor that was not made by next_cursor for this channel."""
+
+
+def next_cursor(
+    channel: Channel,
+    page: dict,
+    *,
+    metadata_filter: dict | None,
+    newest_first: bool,
+) -> str | None:
+    """An opaque, signed cursor for the page after `page` (a list_documents
+    result), or None on the last page.
+
+    It carries the listing's filter and order with the next offset, so the
+    cursor alone continues the listing; the channel is signed into it, so a
+    cursor cannot be replayed against another channel."""
+    offset = page["offset"] + len(page["results"])
+    if offset >= page["total_count"] or not page["results"]:
+        return None
+    state = {
+        "c": channel.pk,
+        "o": offset,
+        "l": page["limit"],
+        "f": metadata_filter,
+        "n": newest_first,
+    }
+    return signing.dumps(state, salt=CURSOR_SALT, compress=True)
+
+
+def read_cursor(channel: Channel, cursor: str) -> dict:
+    """The listing a cursor continues: {metadata_filter, offset, limit,
+    newest_first}. Raises BadCursor for a forged, damaged or foreign cursor."""
+    try:
+        state = signing.loads(cursor, salt=CURSOR_SALT)
+    except signing.BadSignature:
+        raise BadCursor(
+            "This cursor is not valid; list again without one to start over."
+        ) from None
+    if not isinstance(state, dict) or state.get("c") != channel.pk:
+        raise BadCursor("This cursor belongs to another listing; list again.")
+    return {
+        "metadata_filter": state.get("f"),
+        "offset": int(state.get("o", 0)),
+        "limit": int(state.get("l", 25)),
+        "newest_first": bool(state.get("n", True)),
+    }
 
 
 def document_ordering(channel: Channel, newest_first: bool = True) -> list:

@@ -6,5 +6,5 @@ class McpEndpointConfig(AppConfig):
     verbose_name = "MCP endpoint"
 
     def ready(self) -> None:
-        # Registers Quire's tools and resources.
-        from mcp_endpoint import resources, tools  # noqa: F401
+        # Registers Quire's tools and resources (the viewer's after the tools).
+        from mcp_endpoint import resources, tools, viewer  # noqa: F401

@@ -3,7 +3,9 @@
 - A server card per listed channel at `GET /mcp/<slug>/server-card` (the
   location the server-card draft reserves: the streamable-HTTP URL plus
   `/server-card`), media type application/mcp-server-card+json.
-- `/.well-known/ai-catalog.json`: the site's catalog of those cards.
+- `/.well-known/mcp/catalog.json`: the site's MCP catalog of those cards (the
+  location SEP-2127 reserves for a domain's catalog), and
+  `/.well-known/ai-catalog.json`, the AI-card catalog clients looked at before.
 - `registry_server_json()`: the MCP Registry's server.json (2025-12-11 schema),
   with the channel as a URL template, for `manage.py server_json` to print and
   an operator to publish.
@@ -19,7 +21,7 @@ from django.views.decorators.http import require_GET
 
 from documents.models import MCP_PATH_PREFIX, Channel
 from mcp_endpoint.protocol.eras import LEGACY_VERSIONS, MODERN_VERSIONS
-from mcp_endpoint.protocol.methods import SERVER_VERSION
+from mcp_endpoint.protocol.methods import SERVER_VERSION, capabilities
 
 SERVER_CARD_SCHEMA = (
     "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json"
@@ -59,12 +61,19 @@ def _authorization_header() -> dict:
     }
 
 
+def server_card_name(base_url: str, channel: Channel) -> str:
+    """The card's reverse-DNS name, which the MCP catalog lists it under."""
+    return f"{reverse_dns(base_url)}/{channel.slug}"
+
+
 def server_card(base_url: str, channel: Channel) -> dict:
-    """The channel's server card."""
+    """The channel's server card: what `server/discover` answers (versions and
+    capabilities, from the same functions), without tool lists, which depend
+    on the caller's key and the corpus."""
     about = channel.description or f"The document collection {channel.name}."
     return {
         "$schema": SERVER_CARD_SCHEMA,
-        "name": f"{reverse_dns(base_url)}/{channel.slug}",
+        "name": server_card_name(base_url, channel),
         "version": SERVER_VERSION,
         "title": _short(channel.name),
         "description": _short(about),
@@ -77,6 +86,7 @@ def server_card(base_url: str, channel: Channel) -> dict:
                 "supportedProtocolVersions": PROTOCOL_VERSIONS,
             }
         ],
+        "capabilities": capabilities("modern"),
     }
 
 
@@ -131,6 +141,14 @@ def server_card_view(request: HttpRequest, channel_slug: str) -> JsonResponse:
     return _public(JsonResponse(card, content_type=SERVER_CARD_TYPE))
 
 
+def _listed_channels():
+    return Channel.objects.filter(listed=True).order_by("slug")
+
+
+def _card_url(base_url: str, channel: Channel) -> str:
+    return f"{base_url}{channel.mcp_path}/server-card"
+
+
 @require_GET
 def ai_catalog(request: HttpRequest) -> JsonResponse:
     """The site's AI catalog: one server-card entry per listed channel."""
@@ -140,10 +158,27 @@ def ai_catalog(request: HttpRequest) -> JsonResponse:
         {
             "identifier": f"urn:air:{publisher}:mcp:{channel.slug}",
             "type": SERVER_CARD_TYPE,
-            "url": f"{base_url}{channel.mcp_path}/server-card",
+            "url": _card_url(base_url, channel),
         }
-        for channel in Channel.objects.filter(listed=True).order_by("slug")
+        for channel in _listed_channels()
     ]
     response = JsonResponse({"specVersion": "1.0", "entries": entries})
     response["Content-Type"] = "application/ai-catalog+json"
     return _public(response)
+
+
+@require_GET
+def mcp_catalog(request: HttpRequest) -> JsonResponse:
+    """The site's MCP catalog (SEP-2127 draft): an entry per listed channel,
+    each pointing at its server card."""
+    base_url = _base_url(request)
+    entries = [
+        {
+            "identifier": server_card_name(base_url, channel),
+            "displayName": _short(channel.name),
+            "mediaType": SERVER_CARD_TYPE,
+            "url": _card_url(base_url, channel),
+        }
+        for channel in _listed_channels()
+    ]
+    return _public(JsonResponse({"specVersion": "draft", "entries": entries}))

@@ -24,6 +24,7 @@ urlpatterns = [
         name="mcp_server_card",
     ),
     path(".well-known/ai-catalog.json", discovery.ai_catalog, name="ai_catalog"),
+    path(".well-known/mcp/catalog.json", discovery.mcp_catalog, name="mcp_catalog"),
     # Each channel is an OAuth protected resource (RFC 9728).
     path(
         ".well-known/oauth-protected-resource/mcp/<slug:channel_slug>",

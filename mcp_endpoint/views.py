@@ -96,6 +96,11 @@ class CallLog:
         self.key = ""  # the stored prefix, never the key
         self.method = ""
         self.tool = ""
+        self.trace: dict[str, str] = {}
+
+    def took(self, reply: protocol.Reply) -> None:
+        """What the answered request was: its method, tool and trace context."""
+        self.method, self.tool, self.trace = reply.method, reply.tool, reply.trace
 
     def write(self, status: int, outcome: str) -> None:
         seconds = time.monotonic() - self.started
@@ -106,9 +111,13 @@ class CallLog:
             outcome=outcome,
             seconds=seconds,
         )
+        # Quoted as JSON strings: tracestate and baggage may hold spaces.
+        trace = "".join(
+            f" {key}={json.dumps(value)}" for key, value in self.trace.items()
+        )
         logger.info(
             "mcp channel=%s key=%s method=%s tool=%s status=%s outcome=%s "
-            "duration_ms=%.1f",
+            "duration_ms=%.1f%s",
             self.channel,
             self.key or "-",
             self.method or "-",
@@ -116,6 +125,7 @@ class CallLog:
             status,
             outcome,
             seconds * 1000,
+            trace,
         )
 
 
@@ -250,7 +260,7 @@ async def _serve(
     )
     if "text/event-stream" not in accept.lower():
         reply = await protocol.handle_post(body, **call)
-        log.method, log.tool = reply.method, reply.tool
+        log.took(reply)
         return _json(reply), reply.outcome
     return await _stream(body, call, log)
 
@@ -271,7 +281,7 @@ async def _stream(body: bytes, call: dict, log: CallLog) -> tuple[HttpResponse, 
     if not waiter.done():
         waiter.cancel()
         reply = task.result()
-        log.method, log.tool = reply.method, reply.tool
+        log.took(reply)
         return _json(reply), reply.outcome
     first = waiter.result()
 
@@ -296,7 +306,7 @@ async def _stream(body: bytes, call: dict, log: CallLog) -> tuple[HttpResponse, 
                     while not queue.empty():
                         yield _sse_frame(queue.get_nowait())
                     reply = task.result()
-                    log.method, log.tool = reply.method, reply.tool
+                    log.took(reply)
                     status, outcome = reply.status, reply.outcome
                     if reply.body is not None:
                         yield _sse_frame(reply.body)

@@ -104,7 +104,7 @@ async def get_pages(
     """Read whole pages of one document, in order."""
     channel = await _channel()
     try:
-        blocks = await sync_to_async(_read_pages)(
+        blocks, _view = await sync_to_async(_read_pages)(
             channel, document_id, page_start, page_end, type
         )
     except QuireToolError as exc:

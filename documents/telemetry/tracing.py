@@ -3,7 +3,8 @@ OTEL_* variables (nothing is exported, and spans cost nothing, otherwise).
 
 A span per MCP request, named as the GenAI semantic conventions name MCP
 spans (`{mcp.method.name} {gen_ai.tool.name}`), joined to the caller's trace
-from `params._meta.traceparent` (W3C trace context); child spans for the
+from `params._meta.traceparent` / `tracestate` (W3C trace context) and
+`baggage` (W3C baggage), the keys SEP-414 reserves; child spans for the
 admission (timed before the body told the parent, so recorded with its own
 start and end), the query embedding, each search leg and the answer. The SDK,
 the OTLP exporter and the propagator are the OpenTelemetry packages'.
@@ -13,12 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterator, Mapping
 from contextvars import copy_context
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
@@ -28,7 +32,12 @@ from opentelemetry.trace.propagation.tracecontext import (
 )
 
 tracer = trace.get_tracer("quire")
-_propagator = TraceContextTextMapPropagator()
+_propagator = CompositePropagator(
+    [TraceContextTextMapPropagator(), W3CBaggagePropagator()]
+)
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
+# W3C limits: tracestate 32 members of at most 256 characters; baggage 8192 bytes.
+TRACE_CONTEXT_MAX_CHARS = {"tracestate": 512 * 16, "baggage": 8192}
 _enabled = False
 _NOTHING = contextlib.nullcontext()
 
@@ -93,6 +102,24 @@ def in_context(function):
     return run
 
 
+def trace_context(meta: Any) -> dict[str, str]:
+    """The W3C trace context a request's `params._meta` carries: `traceparent`
+    when well formed, and `tracestate`/`baggage` (printable, within the W3C
+    limits) beside it. Anything else is dropped, so a caller cannot put line
+    breaks or megabytes into the call log."""
+    if not isinstance(meta, dict):
+        return {}
+    context = {}
+    traceparent = meta.get("traceparent")
+    if isinstance(traceparent, str) and _TRACEPARENT.match(traceparent):
+        context["traceparent"] = traceparent
+    for key, limit in TRACE_CONTEXT_MAX_CHARS.items():
+        value = meta.get(key)
+        if isinstance(value, str) and len(value) <= limit and value.isprintable():
+            context[key] = value
+    return context
+
+
 @contextlib.contextmanager
 def mcp_span(
     *,
@@ -108,13 +135,7 @@ def mcp_span(
     if not _enabled:
         yield None
         return
-    carrier = {}
-    if isinstance(meta, dict):
-        carrier = {
-            key: meta[key]
-            for key in ("traceparent", "tracestate")
-            if isinstance(meta.get(key), str)
-        }
+    carrier = trace_context(meta)
     parent = _propagator.extract(carrier) if carrier else None
     name = f"{method} {tool}" if tool else method
     current = tracer.start_span(

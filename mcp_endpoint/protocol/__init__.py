@@ -8,7 +8,7 @@ header and the body's `_meta`.
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import InterfaceError, OperationalError
@@ -36,6 +36,7 @@ from mcp_endpoint.protocol.errors import (
     PARSE_ERROR,
     JsonRpcError,
 )
+from mcp_endpoint.protocol.extensions import declares_apps
 from mcp_endpoint.protocol.methods import BOTH, METHODS, server_info
 from mcp_endpoint.registry import CallContext, registry
 
@@ -64,6 +65,8 @@ class Reply:
     method: str = ""
     tool: str = ""
     outcome: str = "ok"
+    # The caller's W3C trace context (params._meta), for the call log.
+    trace: dict[str, str] = field(default_factory=dict)
 
 
 def error_reply(
@@ -146,6 +149,7 @@ async def handle_post(
         admission_ns=admission_ns,
     ) as span:
         reply = await _answer(message, era, raw_headers, call, emit)
+        reply.trace = tracing.trace_context(params.get("_meta"))
         if reply.outcome != "ok":
             tracing.failed(span, reply.outcome)
         return reply
@@ -179,7 +183,7 @@ async def _answer(
             )
         elif method == "initialize":
             version = params.get("protocolVersion") or LATEST_LEGACY_VERSION
-        ctx = _context(params, era, version, client_capabilities, emit, **call)
+        ctx = _context(method, params, era, version, client_capabilities, emit, **call)
         ctx.tool_target = target
         entry = METHODS.get(method)
         if entry is None or era not in entry[1]:
@@ -219,6 +223,7 @@ def _status(era: str, error: JsonRpcError) -> int:
 
 
 def _context(
+    method: str,
     params: dict,
     era: str,
     version: str,
@@ -240,6 +245,7 @@ def _context(
         era=era,
         protocol_version=version,
         client_capabilities=client_capabilities,
+        apps=declares_apps(method, params, client_capabilities),
         progress_token=progress_token if _valid_id(progress_token) else None,
         log_level=meta.get(META_LOG_LEVEL),
         emit=emit,

@@ -22,6 +22,7 @@ from mcp_endpoint.protocol.errors import (
     RESOURCE_NOT_FOUND,
     JsonRpcError,
 )
+from mcp_endpoint.protocol.extensions import UI_EXTENSION
 from mcp_endpoint.registry import (
     LOG_LEVELS,
     CallContext,
@@ -100,20 +101,26 @@ def capabilities(era: str) -> dict:
 
 async def handle_initialize(params: dict, ctx: CallContext) -> dict:
     requested = params.get("protocolVersion")
+    server_capabilities = capabilities("legacy")
+    if ctx.apps:  # SEP-1724: an extension is negotiated from both sides
+        server_capabilities["extensions"] = {UI_EXTENSION: {}}
     return {
         "protocolVersion": requested
         if requested in LEGACY_VERSIONS
         else LATEST_LEGACY_VERSION,
-        "capabilities": capabilities("legacy"),
+        "capabilities": server_capabilities,
         "serverInfo": server_info(ctx.channel),
         "instructions": server_instructions(ctx.channel),
     }
 
 
 async def handle_discover(params: dict, ctx: CallContext) -> dict:
+    server_capabilities = capabilities("modern")
+    if ctx.apps:
+        server_capabilities["extensions"] = {UI_EXTENSION: {}}
     return {
         "supportedVersions": list(MODERN_VERSIONS),
-        "capabilities": capabilities("modern"),
+        "capabilities": server_capabilities,
         "instructions": server_instructions(ctx.channel),
     }
 
@@ -137,9 +144,16 @@ def _tool_definitions(channel: Channel) -> list[dict]:
 async def handle_tools_list(params: dict, ctx: CallContext) -> dict:
     cached = registry.cached_tool_definitions(ctx.channel)
     if cached:
-        tools = list(cached.values())
+        definitions = list(cached.values())
     else:
-        tools = await sync_to_async(_tool_definitions)(ctx.channel)
+        definitions = await sync_to_async(_tool_definitions)(ctx.channel)
+    by_name = {tool.name: tool for tool in registry.tools(ctx.channel)}
+    tools = [
+        listed
+        for definition in definitions
+        if (tool := by_name.get(definition["name"])) is not None
+        and (listed := tool.listed(definition, apps=ctx.apps)) is not None
+    ]
     page, extra = _paginate(tools, params)
     return {"tools": page, **extra}
 
@@ -182,7 +196,11 @@ async def handle_tools_call(params: dict, ctx: CallContext) -> dict:
 
 
 async def handle_resources_list(params: dict, ctx: CallContext) -> dict:
-    resources = [r.definition(ctx.channel) for r in registry.resources(ctx.channel)]
+    resources = [
+        r.definition(ctx.channel)
+        for r in registry.resources(ctx.channel)
+        if ctx.apps or not r.for_apps
+    ]
     page, extra = _paginate(resources, params)
     return {"resources": page, **extra}
 

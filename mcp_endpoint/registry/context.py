@@ -32,6 +32,8 @@ class CallContext:
     protocol_version: str
     base_url: str  # scheme://host of the request, for absolute links
     client_capabilities: dict = field(default_factory=dict)
+    # The request comes from a client that renders MCP Apps (protocol.extensions).
+    apps: bool = False
     progress_token: str | int | None = None
     log_level: str | None = None
     emit: Callable[[dict], Awaitable[None]] | None = None

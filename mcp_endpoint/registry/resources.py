@@ -22,6 +22,8 @@ class Resource:
     name: ClassVar[str]
     title: ClassVar[str] = ""
     mime_type: ClassVar[str] = "application/json"
+    # Listed only to clients that render MCP Apps (a `ui://` view).
+    for_apps: ClassVar[bool] = False
 
     def description(self, channel: Channel) -> str:
         return inspect.cleandoc(self.__doc__ or self.name)

@@ -77,6 +77,30 @@ class Tool:
     on_by_default: ClassVar[bool] = True
     shared_switch: ClassVar[ToolSwitch | None] = None
 
+    # MCP Apps (SEP-1865): the `ui://` view a host shows the tool's results in,
+    # and who may call it (("app",): the view only, never listed to a client
+    # that does not render Apps).
+    ui_resource: ClassVar[str | None] = None
+    ui_visibility: ClassVar[tuple[str, ...]] = ("model", "app")
+
+    @property
+    def app_only(self) -> bool:
+        return "model" not in self.ui_visibility
+
+    def listed(self, definition: dict, *, apps: bool) -> dict | None:
+        """The definition as this request's tools/list shows it, or None.
+
+        A client that does not render Apps gets today's definition untouched
+        and no app-only tool; one that does gets `_meta.ui` linking the view."""
+        if not apps:
+            return None if self.app_only else definition
+        if self.ui_resource is None:
+            return definition
+        ui: dict = {"resourceUri": self.ui_resource}
+        if self.app_only:
+            ui["visibility"] = list(self.ui_visibility)
+        return {**definition, "_meta": {**definition.get("_meta", {}), "ui": ui}}
+
     def switch(self) -> ToolSwitch | None:
         if not self.switchable:
             return None

@@ -397,3 +397,29 @@ def test_inspector_cli_lists_calls_and_reads(quire_server, era):
         json.dumps({"document_id": 1, "page_start": 2, "page_end": 1}),
     )
     assert failed.returncode == 5
+
+
+def test_inspector_cli_sees_the_page_viewer_only_when_it_claims_apps(quire_server):
+    """The Inspector CLI's --app-info (2026-07-28, --advertise-apps) reports
+    get_pages and rag_search linked to the viewer, with the resource's MIME
+    type and its no-domain CSP, and the app-only show_page; without
+    --advertise-apps the same probe finds no app at all."""
+    require_node()
+    era_args = ["--protocol-era", "modern", "--method", "tools/list", "--app-info"]
+    probed = inspector(quire_server, *era_args, "--advertise-apps")
+    assert probed.returncode == 0, probed.stderr
+    apps = {
+        info["toolName"]: info
+        for info in map(json.loads, probed.stdout.splitlines())
+        if info.get("hasApp")
+    }
+    assert set(apps) == {"get_pages", "rag_search", "show_page"}
+    for info in apps.values():
+        assert info["resourceUri"] == "ui://quire/page-viewer"
+        assert info["resourceMimeType"] == "text/html;profile=mcp-app"
+        assert info["csp"] == {"connectDomains": [], "resourceDomains": []}
+    assert apps["show_page"]["visibility"] == ["app"]
+    plain = inspector(quire_server, *era_args)
+    assert not [
+        line for line in plain.stdout.splitlines() if json.loads(line).get("hasApp")
+    ], plain.stdout

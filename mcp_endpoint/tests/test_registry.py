@@ -126,11 +126,12 @@ def test_registering_a_name_twice_is_refused():
 
 def test_every_tool_quire_registers_has_a_switch_the_channel_lists(plain):
     """Each of Quire's tools has its switch in the catalogue, and a channel's
-    enabled tools (its REST description) are exactly what tools/list serves."""
+    enabled tools (its REST description) are exactly what tools/list serves
+    (the page viewer's app-only tool follows get_pages' switch)."""
     channel, client = plain
     channel.tool_switches = {"research": True}
     channel.save()
-    served = [tool.name for tool in registry.tools(channel)]
+    served = [tool.name for tool in registry.tools(channel) if not tool.app_only]
     assert served == channel.enabled_tools()
     assert tool_names(client) == set(served)
     assert {"search", "fetch", "rag_search"} <= set(served)

@@ -52,6 +52,71 @@ def test_list_documents_pages_through_results(mcp):
     assert len(set(titles)) == 3
 
 
+def test_list_documents_pages_with_a_signed_cursor(mcp_any):
+    """Each page but the last carries nextCursor; passing it back as cursor
+    gives the next page of the same listing (filter and order kept), in both
+    eras, and the last page has none."""
+    first = mcp_any.call_tool_expecting_success(
+        "list_documents", {"limit": 2, "newest_first": False}
+    )["structuredContent"]
+    assert first["offset"] == 0 and isinstance(first["nextCursor"], str)
+    second = mcp_any.call_tool_expecting_success(
+        "list_documents", {"cursor": first["nextCursor"]}
+    )["structuredContent"]
+    assert second["offset"] == 2 and second["limit"] == 2
+    assert "nextCursor" not in second
+    titles = [row["title"] for row in first["results"] + second["results"]]
+    assert titles == ["Expense rules", "Holiday policy", "Security handbook"]
+
+
+def test_list_documents_cursor_keeps_the_filter(mcp):
+    """A cursor carries the listing's metadata_filter: the next page is still
+    filtered, and a cursor may not be combined with a new filter or offset."""
+    years = {"year": {"min": 2024}}
+    filtered = mcp.call_tool_expecting_success(
+        "list_documents", {"metadata_filter": years, "limit": 1}
+    )["structuredContent"]
+    assert filtered["total_count"] == 2
+    rest = mcp.call_tool_expecting_success(
+        "list_documents", {"cursor": filtered["nextCursor"]}
+    )["structuredContent"]
+    assert [row["title"] for row in rest["results"]] == ["Holiday policy"]
+    assert rest["total_count"] == 2 and "nextCursor" not in rest
+    page = mcp.call_tool_expecting_success("list_documents", {"limit": 1})
+    cursor = page["structuredContent"]["nextCursor"]
+    text = mcp.call_tool_expecting_error(
+        "list_documents", {"cursor": cursor, "offset": 0}
+    )
+    assert "leave out offset" in text
+
+
+def test_list_documents_refuses_forged_or_foreign_cursors(mcp, papers, papers_key):
+    """A cursor is signed for its channel: a changed one, or one from another
+    channel, is a tool error saying to list again."""
+    cursor = mcp.call_tool_expecting_success("list_documents", {"limit": 1})[
+        "structuredContent"
+    ]["nextCursor"]
+    forged = cursor[:-2] + ("AA" if not cursor.endswith("AA") else "BB")
+    assert "not valid" in mcp.call_tool_expecting_error(
+        "list_documents", {"cursor": forged}
+    )
+    other = McpClient("papers", papers_key, "modern")
+    assert "another listing" in other.call_tool_expecting_error(
+        "list_documents", {"cursor": cursor}
+    )
+
+
+def test_list_documents_output_schema_names_next_cursor(mcp):
+    """The output schema lists nextCursor, so clients validating
+    structuredContent accept a page that carries it."""
+    tools = {tool["name"]: tool for tool in mcp.result("tools/list")["tools"]}
+    schema = tools["list_documents"]["outputSchema"]
+    assert schema["properties"]["nextCursor"]["type"] == "string"
+    assert "cursor" in tools["list_documents"]["inputSchema"]["properties"]
+    page = mcp.call_tool_expecting_success("list_documents", {"limit": 1})
+    validator_for(schema)(schema).validate(page["structuredContent"])
+
+
 def test_list_documents_caps_limit(mcp, settings):
     """A limit over MCP_LIST_LIMIT_MAX is capped, not refused."""
     settings.MCP_LIST_LIMIT_MAX = 2

@@ -12,6 +12,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 from opentelemetry.trace import SpanKind, StatusCode
 
 from documents.telemetry import tracing
+from mcp_endpoint.tests.conftest import McpClient
 
 pytestmark = pytest.mark.django_db
 
@@ -99,3 +100,58 @@ def test_traces_stay_off_without_otel_variables():
         is False
     )
     assert tracing.configure_from_environment({"OTEL_TRACES_EXPORTER": "none"}) is False
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_the_call_log_carries_the_callers_trace_context(
+    era, handbook, handbook_key, caplog
+):
+    """traceparent, tracestate and baggage from params._meta (SEP-414) end
+    the call's log line, in both eras; tracestate and baggage are quoted, so
+    (every value is a JSON string), so their spaces stay inside one value."""
+    client = McpClient("handbook", handbook_key, era)
+    meta = {
+        "traceparent": TRACEPARENT,
+        "tracestate": "quire=abc, vendor=x",
+        "baggage": "user.team=people, tenant=acme",
+    }
+    with caplog.at_level("INFO", logger="mcp_endpoint"):
+        client.result("tools/list", {"_meta": meta})
+    (line,) = [
+        r.getMessage() for r in caplog.records if "method=tools/list" in r.getMessage()
+    ]
+    assert line.endswith(
+        f' traceparent="{TRACEPARENT}" tracestate="quire=abc, vendor=x" '
+        'baggage="user.team=people, tenant=acme"'
+    )
+
+
+def test_malformed_trace_context_stays_out_of_the_call_log(mcp, caplog):
+    """A traceparent that is not W3C-shaped, or a value with a line break, is
+    dropped: the log line stays one line with no caller-made fields."""
+    meta = {
+        "traceparent": "not-a-trace\nkey=forged",
+        "baggage": "a=1\nmcp channel=other",
+        "tracestate": "x" * 10_000,
+    }
+    with caplog.at_level("INFO", logger="mcp_endpoint"):
+        mcp.result("tools/list", {"_meta": meta})
+    (line,) = [
+        r.getMessage() for r in caplog.records if "method=tools/list" in r.getMessage()
+    ]
+    assert "\n" not in line
+    assert "traceparent" not in line and "baggage" not in line
+    assert "tracestate" not in line
+    assert line.split()[-1].startswith("duration_ms=")
+
+
+def test_baggage_joins_the_span_context(mcp, exporter):
+    """The request's span is parented to the caller's traceparent even when
+    baggage comes with it (both propagators read the same _meta)."""
+    exporter.clear()
+    mcp.result(
+        "tools/list",
+        {"_meta": {"traceparent": TRACEPARENT, "baggage": "tenant=acme"}},
+    )
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "tools/list"]
+    assert format(span.context.trace_id, "032x") == TRACE_ID

@@ -83,8 +83,9 @@ def test_values_in_tool_schemas_are_capped(handbook, handbook_key, settings):
 
 
 def test_get_pages_replies_are_held_to_a_byte_budget(mcp, settings):
-    """Item 6: page images that would pass MCP_REPLY_MAX_BYTES are refused
-    before they are read, and the error says how many pages fit."""
+    """Item 6: page images that would pass MCP_REPLY_MAX_BYTES are left out
+    before they are read: the reply holds the pages that fit and says the call
+    that reads the rest; when not even one fits it is a tool error."""
     document = Page.objects.get(document_id=doc_id("Holiday policy"), number=1)
     noise = os.urandom(200_000)
     for page in Page.objects.filter(document_id=document.document_id):
@@ -96,9 +97,21 @@ def test_get_pages_replies_are_held_to_a_byte_budget(mcp, settings):
         "page_end": 2,
         "type": "image",
     }
+    result = mcp.call_tool_expecting_success("get_pages", arguments)
+    images = [block for block in result["content"] if block["type"] == "image"]
+    assert len(images) == 1
+    texts = [block["text"] for block in result["content"] if block["type"] == "text"]
+    assert f"[Document {document.document_id}, Page 2]" not in texts
+    rest = texts[-2]
+    assert "Page 2 of document" in rest and "at most 0.3 MB" in rest
+    assert (
+        f"document_id={document.document_id}, page_start=2, page_end=2, "
+        "type='image'" in rest
+    )
+    assert "type 'text'" in rest
+    settings.MCP_REPLY_MAX_BYTES = 100_000
     text = mcp.call_tool_expecting_error("get_pages", arguments)
-    assert "a reply holds at most 0.3 MB, so page 1 fits" in text
-    assert "type 'text'" in text
+    assert "not even one page fits" in text and "type 'text'" in text
     text_only = mcp.call_tool_expecting_success(
         "get_pages", arguments | {"type": "text"}
     )

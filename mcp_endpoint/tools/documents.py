@@ -14,6 +14,7 @@ from documents import listing
 from documents.filters import FilterError
 from documents.ingestion import formats
 from documents.limits import (
+    CURSOR_MAX_CHARS,
     LIST_LIMIT_DEFAULT,
     MAX_ID,
     MAX_OFFSET,
@@ -26,6 +27,7 @@ from documents.replicas import replica_read
 from documents.results import citation_label, provenance_of, revision_of
 from mcp_endpoint import schemas
 from mcp_endpoint.citations import citation_url
+from mcp_endpoint.protocol.extensions import PAGE_VIEWER_URI
 from mcp_endpoint.registry import (
     CallContext,
     Tool,
@@ -49,13 +51,15 @@ class ListDocuments(Tool):
     revision, revised_at, source, source_url, <metadata fields>}]}: source names
     where the document is synced from (null for an upload), source_url is its
     public web address there when it has one. Use metadata_filter to narrow the
-    list and offset/limit to page through it; the ids work with get_pages,
-    get_citation_url and the document_ids argument of the search tools.
+    list and offset/limit to page through it, or pass the nextCursor of a result
+    back as cursor for the next page (the result has no nextCursor on the last
+    page); the ids work with get_pages, get_citation_url and the document_ids
+    argument of the search tools.
     """
 
     name = "list_documents"
     title = "List documents"
-    error_types = (FilterError,)
+    error_types = (FilterError, listing.BadCursor)
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -70,6 +74,13 @@ class ListDocuments(Tool):
             description="How many documents to return.",
         )
         newest_first: bool = Field(True)
+        cursor: str | None = Field(
+            None,
+            max_length=CURSOR_MAX_CHARS,
+            description="The nextCursor of an earlier result: its next page, "
+            "with that listing's filter and order (leave out metadata_filter, "
+            "offset and newest_first).",
+        )
 
     def description(self, channel: Channel) -> str:
         order = schemas.list_order_description(channel)
@@ -92,17 +103,48 @@ class ListDocuments(Tool):
         return schema
 
     def output_schema(self, channel: Channel) -> dict:
-        return schemas.list_documents_output_schema(channel)
+        schema = copy.deepcopy(schemas.list_documents_output_schema(channel))
+        schema["properties"]["nextCursor"] = {
+            "type": "string",
+            "description": "Pass as cursor for the next page; absent on the last.",
+        }
+        return schema
 
     async def run(self, args: Args, ctx: CallContext) -> ToolResult:
-        page = await sync_to_async(listing.list_documents)(
-            ctx.channel,
-            metadata_filter=args.metadata_filter,
-            offset=args.offset,
-            limit=args.limit,
-            newest_first=args.newest_first,
-        )
+        page = await sync_to_async(_list_page)(ctx.channel, args)
         return json_result(page)
+
+
+def _list_page(channel: Channel, args: ListDocuments.Args) -> dict:
+    """A list_documents page from the arguments, or from the cursor they carry;
+    with the cursor of the page after it."""
+    listing_args = {
+        "metadata_filter": args.metadata_filter,
+        "offset": args.offset,
+        "limit": args.limit,
+        "newest_first": args.newest_first,
+    }
+    if args.cursor is not None:
+        clashing = sorted(
+            {"metadata_filter", "offset", "newest_first"} & args.model_fields_set
+        )
+        if clashing:
+            raise ToolError(
+                f"cursor continues an earlier listing; leave out {', '.join(clashing)}."
+            )
+        listing_args = listing.read_cursor(channel, args.cursor)
+        if "limit" in args.model_fields_set:
+            listing_args["limit"] = args.limit
+    page = listing.list_documents(channel, **listing_args)
+    cursor = listing.next_cursor(
+        channel,
+        page,
+        metadata_filter=listing_args["metadata_filter"],
+        newest_first=listing_args["newest_first"],
+    )
+    if cursor is not None:
+        page["nextCursor"] = cursor
+    return page
 
 
 def _page_image(page: Page) -> str | None:
@@ -121,7 +163,9 @@ def pages_cap(channel: Channel) -> int:
 @replica_read
 def _read_pages(
     channel: Channel, document_id: int, start: int, end: int, kind: str
-) -> list[dict]:
+) -> tuple[list[dict], dict]:
+    """The pages' content blocks, and what a page viewer needs to show them
+    (sent as structuredContent only to clients that render MCP Apps)."""
     if start > end:
         raise ToolError(f"page_start ({start}) is after page_end ({end}).")
     cap = pages_cap(channel)
@@ -151,7 +195,8 @@ def _read_pages(
             f"Document {document_id} has pages 1 to {last}; "
             f"pages {start}-{end} are outside it."
         )
-    _check_reply_size(document, pages, kind)
+    fitting = _pages_that_fit(document, pages, kind)
+    pages, rest = pages[:fitting], pages[fitting:]
     content: list[dict] = []
     for page in pages:
         label = citation_label(document.pk, page.number)
@@ -174,8 +219,17 @@ def _read_pages(
                 )
             elif kind == "image":
                 content.append(text_block("(No image of this page is stored.)"))
+    if rest:
+        content.append(text_block(_rest_block(document, rest, kind)))
     content.append(text_block(_closing_block(document)))
-    return content
+    view = {
+        "document_id": document.pk,
+        "title": str(document),
+        "revision": document.revision,
+        "page_count": last,
+        "pages": [page.number for page in pages],
+    }
+    return content, view
 
 
 def _closing_block(document: Document) -> str:
@@ -206,29 +260,37 @@ def _page_reply_bytes(page: Page, kind: str) -> int:
     return size + 200
 
 
-def _check_reply_size(document: Document, pages: list[Page], kind: str) -> None:
-    """ToolError before anything is read when the pages would pass
-    MCP_REPLY_MAX_BYTES; the message says how many of them fit."""
+def _pages_that_fit(document: Document, pages: list[Page], kind: str) -> int:
+    """How many of `pages` (from the first) fit in MCP_REPLY_MAX_BYTES, judged
+    before anything is read; ToolError when not even the first one does."""
     budget = settings.MCP_REPLY_MAX_BYTES
     total, fitting = 0, 0
     for page in pages:
         total += _page_reply_bytes(page, kind)
-        if total <= budget:
-            fitting += 1
-    if total <= budget:
-        return
-    first = pages[0].number
-    fit = (
-        f"pages {first}-{first + fitting - 1} fit"
-        if fitting > 1
-        else f"page {first} fits"
-        if fitting == 1
-        else "not even one page fits with its image"
-    )
-    raise ToolError(
-        f"Pages {first}-{pages[-1].number} of document {document.pk} come to about "
-        f"{total / 1e6:.1f} MB with their images; a reply holds at most "
-        f"{budget / 1e6:.1f} MB, so {fit}. Ask for fewer pages, or type 'text'."
+        if total > budget:
+            break
+        fitting += 1
+    if fitting == 0:
+        raise ToolError(
+            f"Page {pages[0].number} of document {document.pk} comes to about "
+            f"{total / 1e6:.1f} MB with its image; a reply holds at most "
+            f"{budget / 1e6:.1f} MB, so not even one page fits with its image. "
+            "Ask for type 'text'."
+        )
+    return fitting
+
+
+def _rest_block(document: Document, pages: list[Page], kind: str) -> str:
+    """What get_pages says when the reply budget cut its range: which pages
+    were left out and the call that gets them."""
+    first, last = pages[0].number, pages[-1].number
+    budget = settings.MCP_REPLY_MAX_BYTES
+    left_out = f"page {first}" if first == last else f"pages {first}-{last}"
+    return (
+        f"({left_out.capitalize()} of document {document.pk} left out: a reply "
+        f"holds at most {budget / 1e6:.1f} MB with its images. To read the rest, "
+        f"call get_pages with document_id={document.pk}, page_start={first}, "
+        f"page_end={last}, type={kind!r}, or type 'text' for their text alone.)"
     )
 
 
@@ -248,6 +310,7 @@ class GetPages(Tool):
 
     name = "get_pages"
     title = "Get pages"
+    ui_resource = PAGE_VIEWER_URI
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -279,10 +342,10 @@ class GetPages(Tool):
         return schema
 
     async def run(self, args: Args, ctx: CallContext) -> ToolResult:
-        content = await sync_to_async(_read_pages)(
+        content, view = await sync_to_async(_read_pages)(
             ctx.channel, args.document_id, args.page_start, args.page_end, args.type
         )
-        return ToolResult(content)
+        return ToolResult(content, structured=view if ctx.apps else None)
 
 
 def citation_link(ctx: CallContext, document: Document, page: int | None) -> str:

@@ -12,6 +12,7 @@ from documents.models import Channel, Document
 from documents.search import service
 from mcp_endpoint import schemas
 from mcp_endpoint.citations import citation_page_url
+from mcp_endpoint.protocol.extensions import PAGE_VIEWER_URI
 from mcp_endpoint.registry import (
     CallContext,
     Tool,
@@ -113,6 +114,7 @@ class RagSearch(SearchTool):
 
     name = "rag_search"
     title = "Answer with citations"
+    ui_resource = PAGE_VIEWER_URI
     error_types = (FilterError, generation.GenerationError)
 
     def output_schema(self, channel: Channel) -> dict:
