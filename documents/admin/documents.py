@@ -13,6 +13,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from documents import revisions
@@ -289,7 +290,12 @@ class DocumentAdmin(CuratedChannelsAdmin):
             document_services.reingest_document(document=document, actor=actor(request))
         self.message_user(
             request,
-            f"Queued {len(queryset)} document(s) for ingestion.",
+            ngettext(
+                "Queued %(count)d document for ingestion.",
+                "Queued %(count)d documents for ingestion.",
+                len(queryset),
+            )
+            % {"count": len(queryset)},
             messages.SUCCESS,
         )
 
@@ -377,7 +383,12 @@ class DocumentAdmin(CuratedChannelsAdmin):
         if queued:
             self.message_user(
                 request,
-                f"Queued {len(queued)} document(s) for ingestion into “{channel}”.",
+                ngettext(
+                    "Queued %(count)d document for ingestion into “%(channel)s”.",
+                    "Queued %(count)d documents for ingestion into “%(channel)s”.",
+                    len(queued),
+                )
+                % {"count": len(queued), "channel": channel},
                 messages.SUCCESS,
             )
         for duplicate in duplicates:

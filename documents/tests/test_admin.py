@@ -622,7 +622,7 @@ def test_upload_of_a_file_already_in_the_channel_says_so_by_name(
         and f"document {existing.pk}" in text
         for text in texts
     )
-    assert any("Queued 1 document(s)" in text for text in texts)
+    assert any("Queued 1 document for ingestion" in text for text in texts)
     only_repeat = upload(
         admin_client, channel, [SimpleUploadedFile("x.txt", b"Once.", "text/plain")]
     )
@@ -643,6 +643,9 @@ def test_reingest_action_queues_the_documents_again(
             {"action": "reingest_selected", "_selected_action": [failed.pk, ready.pk]},
         )
     assert response.status_code == 302
+    assert messages_of(admin_client.get(response["Location"])) == [
+        "Queued 2 documents for ingestion."
+    ]
     assert len(callbacks) == 2
     failed.refresh_from_db()
     ready.refresh_from_db()
@@ -787,6 +790,7 @@ def test_revoke_action_revokes_selected_keys(admin_client, make_channel):
         {"action": "revoke_selected", "_selected_action": [first.api_key.pk]},
     )
     assert response.status_code == 302
+    assert messages_of(admin_client.get(response["Location"])) == ["Revoked 1 API key."]
     first.api_key.refresh_from_db()
     second.api_key.refresh_from_db()
     assert first.api_key.revoked_at is not None
