@@ -380,6 +380,84 @@ def test_document_detail_is_read_only_with_page_links(admin_client, make_channel
         assert page_url in response.text
 
 
+def test_documents_are_told_apart_by_file_name_and_format(admin_client, make_channel):
+    """Two documents of one title, a DOCX and a PPTX, show their file names and
+    formats beside the title in the list and on their pages."""
+    channel = make_channel()
+    docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    pptx = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+    first = make_document(
+        channel, 1, title="Paper", original_filename="paper.docx", content_type=docx
+    )
+    make_document(
+        channel, 2, title="Paper", original_filename="paper.pptx", content_type=pptx
+    )
+    listing = admin_client.get(reverse("admin:documents_document_changelist")).text
+    assert "paper.docx · Word (.docx)" in listing
+    assert "paper.pptx · PowerPoint (.pptx)" in listing
+    page = admin_client.get(
+        reverse("admin:documents_document_change", args=[first.pk])
+    ).text
+    assert "<h1>Document: Paper</h1>" in page
+    assert "Word (.docx)" in page
+
+
+def test_metadata_shows_as_labelled_fields_by_type(admin_client, make_channel):
+    """A date as a date, a list as chips, a boolean as yes/no: no raw JSON."""
+    channel = make_channel(fields=FIELDS)
+    document = make_document(
+        channel,
+        metadata={
+            "kind": "manual",
+            "published": "2024-05-01",
+            "topics": ["brakes", "tyres"],
+            "reviewed": True,
+        },
+    )
+    page = admin_client.get(
+        reverse("admin:documents_document_change", args=[document.pk])
+    ).text
+    assert "<dt>published</dt><dd><time datetime='2024-05-01'>May 1, 2024</time>" in (
+        page.replace("&#x27;", "'")
+    )
+    assert "<span class='quire-chip'>brakes</span>" in page.replace("&#x27;", "'")
+    assert "<dt>reviewed</dt><dd>yes</dd>" in page
+    assert '"topics"' not in page and "[&quot;brakes" not in page
+
+
+def test_pages_read_by_ocr_are_marked(admin_client, make_channel):
+    """The document page marks each page read by OCR, and says how many; the
+    page preview says its text came from OCR."""
+    channel = make_channel()
+    document = make_document(channel, page_count=2)
+    Page.objects.create(document=document, number=1, text="typed")
+    Page.objects.create(document=document, number=2, text="scanned", ocr=True)
+    page = admin_client.get(
+        reverse("admin:documents_document_change", args=[document.pk])
+    ).text
+    assert "2 (OCR)</a>" in page and "1 (OCR)" not in page
+    assert "1 page was read by OCR" in page
+    preview = admin_client.get(
+        reverse("admin:documents_document_page", args=[document.pk, 2])
+    ).text
+    assert "text read by OCR" in preview
+    typed = admin_client.get(
+        reverse("admin:documents_document_page", args=[document.pk, 1])
+    ).text
+    assert "text read by OCR" not in typed
+
+
+def test_the_list_refreshes_itself_while_documents_wait(admin_client, make_channel):
+    """The list loads its refresher and marks each row's status for it."""
+    channel = make_channel()
+    make_document(channel, status=Document.Status.PENDING)
+    listing = admin_client.get(reverse("admin:documents_document_changelist")).text
+    assert "documents/admin/refresh_list.js" in listing
+    assert "data-status=&#x27;pending&#x27;" in listing or (
+        "data-status='pending'" in listing
+    )
+
+
 def test_page_preview_shows_text_beside_the_image(admin_client, make_channel):
     """The preview renders the page's text (escaped) and serves its image bytes."""
     channel = make_channel()
