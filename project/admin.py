@@ -21,10 +21,10 @@ from django.utils.translation import gettext
 MODEL_ORDER = [
     "channel",
     "document",
-    "source",
-    "sourcesync",
     "apikey",
     "signingrant",
+    "source",
+    "sourcesync",
     "feedback",
     "auditevent",
 ]

@@ -102,6 +102,74 @@ def test_channel_is_created_with_its_metadata_fields_inline(admin_client):
     assert not channel.tool_switches["rag_search"]
 
 
+def test_a_new_channel_opens_on_its_page_with_the_next_steps(admin_client):
+    """Saved, a new channel's page says what comes next with working links
+    (upload, add a source, create a key, the playground), not "You may edit
+    it again below"."""
+    response = admin_client.post(
+        reverse("admin:documents_channel_add"), channel_form_data(), follow=True
+    )
+    channel = Channel.objects.get(slug="handbook")
+    assert response.redirect_chain[-1][0] == reverse(
+        "admin:documents_channel_change", args=[channel.pk]
+    )
+    page = response.text
+    assert "You may edit it again below" not in page
+    assert "Created the channel “Handbook”." in page
+    assert "What comes next" in page
+    links = {
+        "Upload documents": f"/admin/documents/document/upload/?channel={channel.pk}",
+        "Add a source": f"/admin/documents/source/add/?channel={channel.pk}",
+        "Create an API key": f"/admin/documents/apikey/add/?channels={channel.pk}",
+        "Open the playground": "/playground/?channel=handbook",
+    }
+    for label, url in links.items():
+        assert f'<a href="{url}">{label}</a>' in page, label
+        assert admin_client.get(url, follow=True).status_code == 200, url
+    upload = admin_client.get(links["Upload documents"])
+    assert upload.context["channel"] == channel
+
+
+def test_channel_form_follows_the_order_of_the_work(admin_client, make_channel):
+    """Name and description, who may see it, the metadata fields, then tools
+    and discovery, then the advanced search settings, folded, with help in
+    words: no environment variable named anywhere."""
+    channel = make_channel(fields=FIELDS)
+    page = admin_client.get(
+        reverse("admin:documents_channel_change", args=[channel.pk])
+    ).text
+    order = [
+        'name="name"',
+        'name="description"',
+        "Who may see it",
+        'id="metadata_fields-group"',
+        "Tools and discovery",
+        "Search and answers (advanced)",
+    ]
+    positions = [page.index(marker) for marker in order]
+    assert positions == sorted(positions)
+    assert re.search(r"<details[^>]*>\s*<summary>.*Search and answers", page, re.S)
+    for variable in ("MCP_MAX_RESULTS", "CHAT_MODEL_", "MCP_MAX_PAGES_PER_CALL"):
+        assert variable not in page, variable
+    assert "it may ask for up to 50" in page
+
+
+def test_chat_model_fields_show_only_when_an_endpoint_is_declared(
+    admin_client, make_channel, settings
+):
+    """No chat endpoint declared: no temperature, timeout or model to set."""
+    channel = make_channel()
+    url = reverse("admin:documents_channel_change", args=[channel.pk])
+    settings.CHAT_MODEL_ENDPOINTS = {}
+    form = admin_client.get(url).context["adminform"].form
+    assert not {"generator_temperature", "generator_timeout"} & set(form.fields)
+    settings.CHAT_MODEL_ENDPOINTS = {
+        "local": {"base_url": "http://127.0.0.1:1/v1", "api_key_env": "", "models": []}
+    }
+    form = admin_client.get(url).context["adminform"].form
+    assert {"generator_temperature", "generator_timeout"} <= set(form.fields)
+
+
 @pytest.mark.parametrize(
     "row",
     [
