@@ -125,7 +125,7 @@ class DocumentAdmin(CuratedChannelsAdmin):
     def display_title(self, document: Document) -> str:
         # The file beside the title: a DOCX and a PPTX of one paper share one.
         return format_html(
-            "{}<div class='quire-muted quire-file'>{} · {}</div>",
+            "{}<div class='quire-muted quire-wrap quire-file'>{} · {}</div>",
             excerpt(str(document), 70),
             excerpt(document.original_filename, 50),
             label_of(document.content_type),
@@ -277,7 +277,7 @@ class DocumentAdmin(CuratedChannelsAdmin):
         if not read_by_ocr:
             return links
         return format_html(
-            "{}<div class='quire-muted'>{}</div>",
+            "{}<div class='quire-muted quire-wrap'>{}</div>",
             links,
             ngettext(
                 "%(count)d page was read by OCR: its text may hold misread words.",
