@@ -265,6 +265,8 @@ class ChannelAdmin(RowPermissions, admin.ModelAdmin):
         access = (
             {
                 "fields": ACCESS_FIELDS,
+                # Four pickers, folded: the metadata fields stay near the top.
+                "classes": ["collapse"],
                 "description": "Curators see and edit this channel and its "
                 "documents; readers may use it in the playground and sign in "
                 "to it from an MCP client. Only superusers change this.",

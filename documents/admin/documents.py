@@ -172,7 +172,9 @@ class DocumentAdmin(CuratedChannelsAdmin):
 
     @admin.display(description="Revision")
     def revision_detail(self, document: Document) -> str:
-        return f"{document.revision}, since {short_datetime(document.revised_at)}"
+        return format_html(
+            "{}, since {}", document.revision, short_datetime(document.revised_at)
+        )
 
     @admin.display(description="History")
     def revision_history(self, document: Document) -> str:
