@@ -5,6 +5,7 @@ from django.core import signing
 from django.db.models import F, OrderBy
 
 from documents.filters import compile_filter, filter_fields
+from documents.ingestion.formats import label_of
 from documents.models import Channel, Document, MetadataField
 from documents.replicas import replica_read
 from documents.results import (
@@ -56,6 +57,7 @@ def list_documents(
             "id",
             "title",
             "original_filename",
+            "content_type",
             "page_count",
             "metadata",
             "revision",
@@ -70,6 +72,8 @@ def list_documents(
         row = {
             "id": document.id,
             "title": document.title or document.original_filename,
+            "file_name": document.original_filename,
+            "format": label_of(document.content_type),
             "number_of_pages": document.page_count,
             **revision_of(document),
             **provenance_of(document),

@@ -11,7 +11,12 @@ from django.db import models
 from django.utils import timezone
 from pgvector.django import HnswIndex, SparseVectorField, VectorField
 
-from documents.querysets import ChunkQuerySet, DocumentQuerySet, WorkerHeartbeatQuerySet
+from documents.querysets import (
+    AuditEventQuerySet,
+    ChunkQuerySet,
+    DocumentQuerySet,
+    WorkerHeartbeatQuerySet,
+)
 from documents.tool_switches import ToolSwitch, switch_catalogue
 
 EMBEDDING_DIMENSIONS = 384
@@ -808,6 +813,8 @@ class AuditEvent(models.Model):
     object_repr = models.CharField("object", max_length=300, blank=True)
     detail = models.TextField(blank=True)
 
+    objects = AuditEventQuerySet.as_manager()
+
     class Meta:
         ordering = ["-at", "-id"]
         indexes = [
@@ -883,7 +890,7 @@ class SignInGrant(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.application} for {self.user} on {self.channel_id}"
+        return f"{self.application} for {self.user} on {self.channel}"
 
 
 class AddressWindow(models.Model):

@@ -197,7 +197,8 @@ def provenance_of(document: Any) -> dict:
 
 
 class DocumentRow(BaseModel):
-    """A row of list_documents: id, title, pages, revision, provenance, then
+    """A row of list_documents: id, title, file name and format, pages,
+    revision, provenance, then
     the channel's filterable fields (which differ per channel, hence extra
     fields; a channel field named like one of Quire's takes its place)."""
 
@@ -205,6 +206,11 @@ class DocumentRow(BaseModel):
 
     id: int
     title: str
+    file_name: str = Field(
+        description="The name of the uploaded file: tells apart documents that "
+        "share a title (a paper as .docx and as .pptx)."
+    )
+    format: str = Field(description='The file\'s format, e.g. "PDF", "Word (.docx)".')
     number_of_pages: int
     revision: int = Field(description=REVISION)
     revised_at: str = Field(description=REVISED_AT)

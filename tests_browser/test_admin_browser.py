@@ -362,9 +362,18 @@ def test_channel_form_offers_the_fields_being_typed(page, site, admin_data):
     page.select_option("#id_newest_sort_0", "year")
     page.check("div[data-quire-field-choice=filterable] input[value=year]")
     page.click("input[name=_save]")
-    page.wait_for_url("**/admin/documents/channel/")
+    # A new channel opens on its own page, saying what comes next.
+    page.wait_for_url("**/admin/documents/channel/*/change/")
+    steps = page.locator(".quire-next-steps a")
+    assert steps.all_inner_texts() == [
+        "Upload documents",
+        "Add a source",
+        "Create an API key",
+        "Open the playground",
+    ]
+    assert "You may edit it again below" not in page.inner_text("body")
+    page.screenshot(path=SCREENSHOTS / "channel-created-1440.png", full_page=True)
     # Saved as the JSON the model keeps: the form shows it back.
-    page.click("#result_list a:text-is('Browser widgets')")
     assert page.locator("#id_newest_sort_0").input_value() == "year"
     assert page.locator("#id_newest_sort_1").input_value() == "desc"
     assert page.locator("#id_newest_sort_2").input_value() == ""
@@ -372,6 +381,34 @@ def test_channel_form_offers_the_fields_being_typed(page, site, admin_data):
     assert [ticked.nth(i).get_attribute("value") for i in range(ticked.count())] == [
         "year"
     ]
+    # Each next step's link opens its page, ready for this channel.
+    steps.first.click()
+    page.wait_for_load_state("load")
+    assert "Upload documents to Browser widgets" in page.inner_text("h1")
+
+
+def test_the_admin_speaks_quire_not_its_frameworks(page, site, admin_data):
+    """The index has no section of a third-party app (OAuth toolkit, axes,
+    tasks), only Quire's lists, users and locked-out sign-ins; a document page
+    shows its metadata as labelled fields, never raw JSON."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    sign_in(page, site)
+    page.goto("/admin/")
+    sections = page.locator("#content-main .module caption").all_inner_texts()
+    assert [section.strip().lower() for section in sections] == [
+        "quire",
+        "users and sign-ins",
+    ]
+    index = page.inner_text("#content-main")
+    for internal in ("Access tokens", "Refresh tokens", "Applications", "Tasks"):
+        assert internal not in index, internal
+    assert "Locked-out sign-ins" in index
+    page.goto(f"/admin/documents/document/{admin_data.handbook_id}/change/")
+    content = page.inner_text("#content-main")
+    assert "{" not in content and '":' not in content
+    assert "<time" not in content  # every value rendered, none shown as markup
+    assert page.locator(".quire-fields dt").count() >= 1
+    assert page.locator("h1").inner_text().startswith("Document: ")
 
 
 def test_the_source_form_shows_the_fields_of_the_kind_picked(page, site, admin_data):

@@ -1,12 +1,15 @@
 """Channels, edited with their metadata fields inline."""
 
+from dataclasses import dataclass
+
 from django import forms
 from django.conf import settings
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Count, Q
 from django.forms.models import BaseInlineFormSet
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
@@ -93,11 +96,31 @@ class ChannelForm(forms.ModelForm):
                 choices=[("", "(none)")] + [(name, name) for name in endpoints],
                 required=False,
                 label="Chat-model endpoint",
-                help_text="Declared by the operator (CHAT_MODEL_ENDPOINTS)."
+                help_text="The chat models this server's operator made available."
                 if endpoints
-                else "None declared on this server: the operator sets "
-                "CHAT_MODEL_ENDPOINTS to offer chat models.",
+                else "This server offers no chat model: its operator can add one.",
             )
+        self._help_in_words()
+
+    def _help_in_words(self) -> None:
+        """Help that says what a setting does and its limit as a number (the
+        model's texts name the settings that hold the limits)."""
+        texts = {
+            "retriever_top_k": "How many passages a search returns when the "
+            f"client asks for no number (it may ask for up to "
+            f"{settings.MCP_MAX_RESULTS}).",
+            "generator_timeout": "How long the chat model may take to answer, "
+            f"at most {settings.CHAT_MODEL_TIMEOUT:g} seconds.",
+            "max_pages_per_call": "Most pages one get_pages call returns, at "
+            f"most {settings.MCP_MAX_PAGES_PER_CALL}.",
+            "retriever_candidates": "How many passages the keyword search and "
+            "the meaning search each bring before their lists are merged.",
+            "retriever_rrf_k": "How the two lists are merged: smaller favours "
+            "passages both searches rank near the top.",
+        }
+        for name, text in texts.items():
+            if name in self.fields:
+                self.fields[name].help_text = text
 
     def _offer_tool_switches(self) -> None:
         """One checkbox per switch the registered tools bring (switch_catalogue),
@@ -155,6 +178,44 @@ class ChannelForm(forms.ModelForm):
 
 
 ACCESS_FIELDS = ["curators", "curator_groups", "readers", "reader_groups"]
+WHO_MAY_SEE_IT = "Who may see it"
+
+
+@dataclass(frozen=True)
+class NextStep:
+    label: str
+    url: str
+    why: str
+
+
+def next_steps(channel: Channel) -> list[NextStep]:
+    """What a curator does with a channel that holds nothing yet, with links."""
+    upload = reverse("admin:documents_document_upload")
+    source = reverse("admin:documents_source_add")
+    key = reverse("admin:documents_apikey_add")
+    playground = reverse("playground:index")
+    return [
+        NextStep(
+            "Upload documents",
+            f"{upload}?{urlencode({'channel': channel.pk})}",
+            "PDFs, Word, PowerPoint, Excel, EPUB, HTML, Markdown, text or scans.",
+        ),
+        NextStep(
+            "Add a source",
+            f"{source}?{urlencode({'channel': channel.pk})}",
+            "A folder, a bucket or a website kept in sync.",
+        ),
+        NextStep(
+            "Create an API key",
+            f"{key}?{urlencode({'channels': channel.pk})}",
+            "For an MCP client or a script to use this channel.",
+        ),
+        NextStep(
+            "Open the playground",
+            f"{playground}?{urlencode({'channel': channel.slug})}",
+            "Try the channel's tools as an MCP client would.",
+        ),
+    ]
 
 
 def access_changes(form) -> list[str]:
@@ -188,74 +249,110 @@ class ChannelAdmin(RowPermissions, admin.ModelAdmin):
     ]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
-    readonly_fields = ["mcp_path", "corpus_version", "created_at", "updated_at"]
-    fieldsets = [
-        (None, {"fields": ["name", "slug", "description", "mcp_path"]}),
-        (
-            "Search",
-            {
-                "fields": [
-                    "retriever_mode",
-                    "retriever_candidates",
-                    "retriever_top_k",
-                    "retriever_rrf_k",
-                ]
-            },
-        ),
-        (
-            "Answers (rag_search)",
-            {
-                "fields": [
-                    "generator_kind",
-                    "generator_endpoint",
-                    "generator_model",
-                    "generator_temperature",
-                    "generator_timeout",
-                ]
-            },
-        ),
-        (
-            "MCP server",
-            {
-                "fields": [
-                    "mcp_instructions",
-                    "newest_sort",
-                    "filterable_fields",
-                    "max_pages_per_call",
-                    "listed",
-                ]
-            },
-        ),
-        (
-            "Tools",
-            {
-                "fields": ["tool_switches"],
-            },
-        ),
-        (
-            "State",
-            {
-                "fields": ["corpus_version", "created_at", "updated_at"],
-                "classes": ["collapse"],
-            },
-        ),
+    readonly_fields = [
+        "mcp_path",
+        "access_summary",
+        "corpus_version",
+        "created_at",
+        "updated_at",
     ]
+    change_form_template = "admin/documents/channel/change_form.html"
 
     def get_fieldsets(self, request, obj=None):
-        fieldsets = list(super().get_fieldsets(request, obj))
-        if request.user.is_superuser:
-            access_fieldset = (
-                "Access",
+        """In the order of the work: what it is, who may see it, (its metadata
+        fields, placed by the template), what MCP clients get, and the search
+        and answer settings most channels keep, folded away."""
+        access = (
+            {
+                "fields": ACCESS_FIELDS,
+                # Four pickers, folded: the metadata fields stay near the top.
+                "classes": ["collapse"],
+                "description": "Curators see and edit this channel and its "
+                "documents; readers may use it in the playground and sign in "
+                "to it from an MCP client. Only superusers change this.",
+            }
+            if request.user.is_superuser
+            else {"fields": ["access_summary"]}
+        )
+        search = [
+            "retriever_mode",
+            "retriever_candidates",
+            "retriever_top_k",
+            "retriever_rrf_k",
+        ]
+        if settings.CHAT_MODEL_ENDPOINTS:
+            # Chat answers need a chat model the operator declared.
+            search += [
+                "generator_kind",
+                "generator_endpoint",
+                "generator_model",
+                "generator_temperature",
+                "generator_timeout",
+            ]
+        fieldsets = [
+            (None, {"fields": ["name", "slug", "description", "mcp_path"]}),
+            (WHO_MAY_SEE_IT, access),
+            (
+                "Tools and discovery",
                 {
-                    "fields": ACCESS_FIELDS,
-                    "classes": ["collapse"],
-                    "description": "Curators see and edit this channel and its "
-                    "documents; readers may use it in the playground. Only "
-                    "superusers change this list.",
+                    "fields": [
+                        "tool_switches",
+                        "mcp_instructions",
+                        "newest_sort",
+                        "filterable_fields",
+                        "max_pages_per_call",
+                        "listed",
+                    ]
                 },
+            ),
+            (
+                "Search and answers (advanced)",
+                {
+                    "fields": search,
+                    "classes": ["collapse"],
+                    "description": "The defaults suit most collections: change "
+                    "them when searches miss what they should find.",
+                },
+            ),
+        ]
+        if obj is not None:
+            fieldsets.append(
+                (
+                    "State",
+                    {
+                        "fields": ["corpus_version", "created_at", "updated_at"],
+                        "classes": ["collapse"],
+                    },
+                )
             )
-            fieldsets.insert(1, access_fieldset)
         return fieldsets
+
+    @admin.display(description="Curators and readers")
+    def access_summary(self, channel: Channel) -> str:
+        if channel.pk is None:
+            return "You curate it; a superuser can add curators and readers."
+        parts = []
+        for name in ACCESS_FIELDS:
+            names = [str(item) for item in getattr(channel, name).all()]
+            if names:
+                label = capfirst(Channel._meta.get_field(name).verbose_name)
+                parts.append(f"{label}: {', '.join(names)}")
+        return "; ".join(parts) or "Only superusers (and you, its curator)."
+
+    def render_change_form(
+        self, request, context, add=False, change=False, form_url="", obj=None
+    ):
+        context["inlines_after"] = WHO_MAY_SEE_IT
+        if obj is not None and obj.pk and not obj.documents.exists():
+            context["next_steps"] = next_steps(obj)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def response_add(self, request, obj, post_url_continue=None):
+        """A new channel opens on its own page, which says what comes next."""
+        if "_addanother" in request.POST or "_popup" in request.POST:
+            return super().response_add(request, obj, post_url_continue)
+        self.message_user(request, f"Created the channel “{obj}”.", messages.SUCCESS)
+        return redirect(reverse("admin:documents_channel_change", args=[obj.pk]))
 
     def get_queryset(self, request):
         return (

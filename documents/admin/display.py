@@ -1,13 +1,19 @@
 """How the admin's lists show values: status badges, short dates with the full
 one on hover, excerpts with the full text on hover, human sizes."""
 
-from datetime import datetime
+from datetime import date, datetime
 
 from django.contrib import admin
 from django.template.defaultfilters import filesizeformat
 from django.utils import formats, timezone
-from django.utils.html import format_html
+from django.utils.dateparse import parse_date
+from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
+
+from documents.models import MetadataField
+from documents.results import public_url
+
+FieldType = MetadataField.FieldType
 
 # The colour of a badge, by what its word means.
 TONES = {
@@ -51,6 +57,60 @@ def excerpt(text: str, chars: int) -> str:
     if short == text:
         return text or "-"
     return format_html("<span title='{}'>{}</span>", text, short)
+
+
+def metadata_value(value, field_type: str | None) -> str:
+    """One metadata value as its field's type reads: a date as a date, a list
+    as chips, yes or no, a web address as a link."""
+    if value is None or value == "" or value == []:
+        return format_html("<span class='quire-muted'>{}</span>", "not set")
+    if isinstance(value, list):
+        return format_html_join(
+            " ", "<span class='quire-chip'>{}</span>", ((item,) for item in value)
+        )
+    if field_type == FieldType.BOOLEAN or isinstance(value, bool):
+        return "yes" if value else "no"
+    if field_type == FieldType.DATE and isinstance(value, str):
+        day = parse_date(value) if len(value) == 10 else None
+        if isinstance(day, date):
+            return format_html(
+                "<time datetime='{}'>{}</time>", value, formats.date_format(day)
+            )
+    if field_type == FieldType.URL and isinstance(value, str):
+        url = public_url(value)
+        if url is not None:
+            return format_html(
+                "<a href='{}' rel='noreferrer noopener'>{}</a>", url, url
+            )
+    if isinstance(value, dict):
+        return format_html_join(
+            "; ", "{}: {}", ((key, item) for key, item in value.items())
+        )
+    return format_html("{}", value)
+
+
+def metadata_list(metadata: dict, fields: list[MetadataField]) -> str:
+    """A document's metadata as labelled fields, in the channel's field order
+    (values of fields the channel no longer has after them)."""
+    types = {field.name: field.type for field in fields}
+    names = [field.name for field in fields if field.name in metadata]
+    names += [name for name in metadata if name not in types]
+    if not names:
+        return "-"
+    return format_html(
+        "<dl class='quire-fields'>{}</dl>",
+        format_html_join(
+            "",
+            "<dt>{}</dt><dd>{}</dd>",
+            (
+                (
+                    name.replace("_", " "),
+                    metadata_value(metadata[name], types.get(name)),
+                )
+                for name in names
+            ),
+        ),
+    )
 
 
 def human_size(size: int) -> str:

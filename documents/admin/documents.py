@@ -2,7 +2,6 @@
 preview, re-ingest, a new file (revision) and the revision history, where a
 synced document comes from, delete."""
 
-import json
 import mimetypes
 
 from django.contrib import admin, messages
@@ -13,17 +12,25 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from documents import revisions
 from documents.admin.curation import CuratedChannelFilter, CuratedChannelsAdmin, actor
-from documents.admin.display import badge, excerpt, human_size, short_datetime
+from documents.admin.display import (
+    badge,
+    excerpt,
+    human_size,
+    metadata_list,
+    short_datetime,
+)
 from documents.forms import (
     DocumentMetadataForm,
     ReplaceFileForm,
     UploadChannelForm,
     UploadDocumentsForm,
 )
+from documents.ingestion.formats import label_of
 from documents.models import Chunk, Document, DocumentRevision, Page
 from documents.originals import original_response
 from documents.pageview import PageHeader, back_url, render_page_html
@@ -70,8 +77,9 @@ class DocumentAdmin(CuratedChannelsAdmin):
         "content_type",
         "size_detail",
         "sha256",
+        "format_detail",
         "revision_detail",
-        "metadata_json",
+        "metadata_fields",
         "added_by",
         "created_at",
         "updated_at",
@@ -116,11 +124,23 @@ class DocumentAdmin(CuratedChannelsAdmin):
 
     @admin.display(description="Title", ordering="title")
     def display_title(self, document: Document) -> str:
-        return excerpt(str(document), 70)
+        # The file beside the title: a DOCX and a PPTX of one paper share one.
+        return format_html(
+            "{}<div class='quire-muted quire-wrap quire-file'>{} · {}</div>",
+            excerpt(str(document), 70),
+            excerpt(document.original_filename, 50),
+            label_of(document.content_type),
+        )
 
     @admin.display(description="Status", ordering="status")
     def status_badge(self, document: Document) -> str:
-        return badge(document.status, document.get_status_display())
+        # data-status: the list refreshes itself while any row is waiting
+        # (documents/admin/refresh_list.js).
+        return format_html(
+            "<span data-status='{}'>{}</span>",
+            document.status,
+            badge(document.status, document.get_status_display()),
+        )
 
     @admin.display(description="Reason")
     def reason(self, document: Document) -> str:
@@ -153,7 +173,9 @@ class DocumentAdmin(CuratedChannelsAdmin):
 
     @admin.display(description="Revision")
     def revision_detail(self, document: Document) -> str:
-        return f"{document.revision}, since {short_datetime(document.revised_at)}"
+        return format_html(
+            "{}, since {}", document.revision, short_datetime(document.revised_at)
+        )
 
     @admin.display(description="History")
     def revision_history(self, document: Document) -> str:
@@ -216,9 +238,13 @@ class DocumentAdmin(CuratedChannelsAdmin):
         )
 
     @admin.display(description="Metadata")
-    def metadata_json(self, document: Document) -> str:
-        text = json.dumps(document.metadata, indent=2, ensure_ascii=False)
-        return format_html("<pre class='quire-pre'>{}</pre>", text)
+    def metadata_fields(self, document: Document) -> str:
+        fields = list(document.channel.metadata_fields.order_by("position", "id"))
+        return metadata_list(document.metadata, fields)
+
+    @admin.display(description="Format")
+    def format_detail(self, document: Document) -> str:
+        return label_of(document.content_type)
 
     @admin.display(description="File")
     def original_link(self, document: Document) -> str:
@@ -229,20 +255,39 @@ class DocumentAdmin(CuratedChannelsAdmin):
 
     @admin.display(description="Page previews")
     def page_links(self, document: Document) -> str:
-        pages = document.pages.order_by("number").values_list("number", "has_text")
+        pages = document.pages.order_by("number").values_list(
+            "number", "has_text", "ocr"
+        )
         if not pages:
             return "-"
-        return format_html_join(
+        links = format_html_join(
             " ",
-            "<a href='{}' title='{}'>{}</a>",
+            "<a href='{}' title='{}' class='{}'>{}{}</a>",
             (
                 (
                     reverse(self._url_name("page"), args=[document.pk, number]),
-                    "" if has_text else "image only",
+                    "read by OCR"
+                    if ocr
+                    else ("" if has_text else "image only, no text"),
+                    "quire-ocr" if ocr else "",
                     number,
+                    " (OCR)" if ocr else "",
                 )
-                for number, has_text in pages
+                for number, has_text, ocr in pages
             ),
+        )
+        read_by_ocr = sum(1 for _, _, ocr in pages if ocr)
+        if not read_by_ocr:
+            return links
+        return format_html(
+            "{}<div class='quire-muted quire-wrap'>{}</div>",
+            links,
+            ngettext(
+                "%(count)d page was read by OCR: its text may hold misread words.",
+                "%(count)d pages were read by OCR: their text may hold misread words.",
+                read_by_ocr,
+            )
+            % {"count": read_by_ocr},
         )
 
     # Permissions and the built-in views
@@ -290,7 +335,12 @@ class DocumentAdmin(CuratedChannelsAdmin):
             document_services.reingest_document(document=document, actor=actor(request))
         self.message_user(
             request,
-            f"Queued {len(queryset)} document(s) for ingestion.",
+            ngettext(
+                "Queued %(count)d document for ingestion.",
+                "Queued %(count)d documents for ingestion.",
+                len(queryset),
+            )
+            % {"count": len(queryset)},
             messages.SUCCESS,
         )
 
@@ -378,7 +428,12 @@ class DocumentAdmin(CuratedChannelsAdmin):
         if queued:
             self.message_user(
                 request,
-                f"Queued {len(queued)} document(s) for ingestion into “{channel}”.",
+                ngettext(
+                    "Queued %(count)d document for ingestion into “%(channel)s”.",
+                    "Queued %(count)d documents for ingestion into “%(channel)s”.",
+                    len(queued),
+                )
+                % {"count": len(queued), "channel": channel},
                 messages.SUCCESS,
             )
         for duplicate in duplicates:

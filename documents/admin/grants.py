@@ -2,6 +2,7 @@
 scopes and when it was last used; revoked by an action (every token goes)."""
 
 from django.contrib import admin, messages
+from django.utils.translation import ngettext
 
 from documents.admin.curation import CuratedChannelFilter, CuratedChannelsAdmin, actor
 from documents.admin.display import CredentialColumns
@@ -79,5 +80,12 @@ class SignInGrantAdmin(CredentialColumns, CuratedChannelsAdmin):
             for grant in queryset
         )
         self.message_user(
-            request, f"Revoked {revoked} sign-in grant(s).", messages.SUCCESS
+            request,
+            ngettext(
+                "Revoked %(count)d sign-in grant.",
+                "Revoked %(count)d sign-in grants.",
+                revoked,
+            )
+            % {"count": revoked},
+            messages.SUCCESS,
         )

@@ -8,6 +8,7 @@ from django.contrib import admin, messages
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.translation import ngettext
 
 from documents import access
 from documents.admin.curation import CuratedChannelsFilter, RowPermissions, actor
@@ -173,4 +174,11 @@ class ApiKeyAdmin(RowPermissions, CredentialColumns, admin.ModelAdmin):
             revoke_api_key(api_key=api_key, actor=actor(request))
             for api_key in queryset
         )
-        self.message_user(request, f"Revoked {revoked} API key(s).", messages.SUCCESS)
+        self.message_user(
+            request,
+            ngettext(
+                "Revoked %(count)d API key.", "Revoked %(count)d API keys.", revoked
+            )
+            % {"count": revoked},
+            messages.SUCCESS,
+        )

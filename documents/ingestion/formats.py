@@ -550,6 +550,14 @@ def describe(content_type: str) -> str:
     return fmt.name if fmt else f"a file of type {media_type or 'unknown'}"
 
 
+def label_of(content_type: str) -> str:
+    """The words the admin and list_documents show for a format ("Word
+    (.docx)"), or the media type of one Quire does not read."""
+    media_type, _ = parse_header_parameters(content_type)
+    fmt = BY_TYPE.get(media_type)
+    return fmt.label if fmt else media_type or "unknown"
+
+
 def the(content_type: str) -> str:
     """The format with "the" ("the Word document (.docx)")."""
     return "the " + describe(content_type).split(" ", 1)[1]

@@ -26,7 +26,7 @@ from documents.ingestion.reading import (
     read_in_child,
 )
 from documents.ingestion.text import markdown_title, page_texts_of
-from documents.ingestion.titles import choose_title
+from documents.ingestion.titles import choose_title, first_line_title
 
 
 def reader_limits(size: int) -> ReaderLimits:
@@ -167,6 +167,7 @@ def _document(
     notes: list[str] = []
     facts: dict = {}
     first_heading = ""
+    first_line = ""
     for message in messages:
         if deadline is not None:
             deadline.check()
@@ -187,6 +188,8 @@ def _document(
             )
             if message["split"]:  # a sheet's or a slide's heading is no title
                 first_heading = first_heading or markdown_title(message["text"])
+            if not pages:
+                first_line = first_line_title(message["text"])
             new = [
                 ParsedPage(number=number, text=text)
                 for number, text in enumerate(texts or [""], start=len(pages) + 1)
@@ -216,6 +219,7 @@ def _document(
     title = choose_title(
         facts.get("title", ""),
         facts.get("title_candidate", "") or first_heading,
+        first_line,
         producer=facts.get("producer", ""),
     )
     return ParsedDocument(pages=pages, title=title, warnings=warnings, notes=notes)

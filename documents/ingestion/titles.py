@@ -115,6 +115,24 @@ def choose_title(*candidates: str, producer: str = "") -> str:
     return ""
 
 
+_LINE_MARKUP = re.compile(r"^[#>*_\s]+|[*_\s]+$")
+MAX_LINE_TITLE_WORDS = 15
+
+
+def first_line_title(text: str) -> str:
+    """The first line of a text when it stands alone as a title does (a
+    document without headings often opens with its title): short, and not a
+    sentence. Markdown's marks around it are dropped; "" otherwise."""
+    for raw in text.splitlines():
+        line = _LINE_MARKUP.sub("", raw).strip()
+        if not line:
+            continue
+        if len(line.split()) > MAX_LINE_TITLE_WORDS or line.endswith(tuple(".,;:")):
+            return ""
+        return line
+    return ""
+
+
 def file_title(filename: str) -> str:
     """The file name without its extension (or the name itself)."""
     return PurePath(filename).stem.strip() or filename

@@ -102,6 +102,74 @@ def test_channel_is_created_with_its_metadata_fields_inline(admin_client):
     assert not channel.tool_switches["rag_search"]
 
 
+def test_a_new_channel_opens_on_its_page_with_the_next_steps(admin_client):
+    """Saved, a new channel's page says what comes next with working links
+    (upload, add a source, create a key, the playground), not "You may edit
+    it again below"."""
+    response = admin_client.post(
+        reverse("admin:documents_channel_add"), channel_form_data(), follow=True
+    )
+    channel = Channel.objects.get(slug="handbook")
+    assert response.redirect_chain[-1][0] == reverse(
+        "admin:documents_channel_change", args=[channel.pk]
+    )
+    page = response.text
+    assert "You may edit it again below" not in page
+    assert "Created the channel “Handbook”." in page
+    assert "What comes next" in page
+    links = {
+        "Upload documents": f"/admin/documents/document/upload/?channel={channel.pk}",
+        "Add a source": f"/admin/documents/source/add/?channel={channel.pk}",
+        "Create an API key": f"/admin/documents/apikey/add/?channels={channel.pk}",
+        "Open the playground": "/playground/?channel=handbook",
+    }
+    for label, url in links.items():
+        assert f'<a href="{url}">{label}</a>' in page, label
+        assert admin_client.get(url, follow=True).status_code == 200, url
+    upload = admin_client.get(links["Upload documents"])
+    assert upload.context["channel"] == channel
+
+
+def test_channel_form_follows_the_order_of_the_work(admin_client, make_channel):
+    """Name and description, who may see it, the metadata fields, then tools
+    and discovery, then the advanced search settings, folded, with help in
+    words: no environment variable named anywhere."""
+    channel = make_channel(fields=FIELDS)
+    page = admin_client.get(
+        reverse("admin:documents_channel_change", args=[channel.pk])
+    ).text
+    order = [
+        'name="name"',
+        'name="description"',
+        "Who may see it",
+        'id="metadata_fields-group"',
+        "Tools and discovery",
+        "Search and answers (advanced)",
+    ]
+    positions = [page.index(marker) for marker in order]
+    assert positions == sorted(positions)
+    assert re.search(r"<details[^>]*>\s*<summary>.*Search and answers", page, re.S)
+    for variable in ("MCP_MAX_RESULTS", "CHAT_MODEL_", "MCP_MAX_PAGES_PER_CALL"):
+        assert variable not in page, variable
+    assert "it may ask for up to 50" in page
+
+
+def test_chat_model_fields_show_only_when_an_endpoint_is_declared(
+    admin_client, make_channel, settings
+):
+    """No chat endpoint declared: no temperature, timeout or model to set."""
+    channel = make_channel()
+    url = reverse("admin:documents_channel_change", args=[channel.pk])
+    settings.CHAT_MODEL_ENDPOINTS = {}
+    form = admin_client.get(url).context["adminform"].form
+    assert not {"generator_temperature", "generator_timeout"} & set(form.fields)
+    settings.CHAT_MODEL_ENDPOINTS = {
+        "local": {"base_url": "http://127.0.0.1:1/v1", "api_key_env": "", "models": []}
+    }
+    form = admin_client.get(url).context["adminform"].form
+    assert {"generator_temperature", "generator_timeout"} <= set(form.fields)
+
+
 @pytest.mark.parametrize(
     "row",
     [
@@ -378,6 +446,84 @@ def test_document_detail_is_read_only_with_page_links(admin_client, make_channel
     for number in (1, 2):
         page_url = reverse("admin:documents_document_page", args=[document.pk, number])
         assert page_url in response.text
+
+
+def test_documents_are_told_apart_by_file_name_and_format(admin_client, make_channel):
+    """Two documents of one title, a DOCX and a PPTX, show their file names and
+    formats beside the title in the list and on their pages."""
+    channel = make_channel()
+    docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    pptx = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+    first = make_document(
+        channel, 1, title="Paper", original_filename="paper.docx", content_type=docx
+    )
+    make_document(
+        channel, 2, title="Paper", original_filename="paper.pptx", content_type=pptx
+    )
+    listing = admin_client.get(reverse("admin:documents_document_changelist")).text
+    assert "paper.docx · Word (.docx)" in listing
+    assert "paper.pptx · PowerPoint (.pptx)" in listing
+    page = admin_client.get(
+        reverse("admin:documents_document_change", args=[first.pk])
+    ).text
+    assert "<h1>Document: Paper</h1>" in page
+    assert "Word (.docx)" in page
+
+
+def test_metadata_shows_as_labelled_fields_by_type(admin_client, make_channel):
+    """A date as a date, a list as chips, a boolean as yes/no: no raw JSON."""
+    channel = make_channel(fields=FIELDS)
+    document = make_document(
+        channel,
+        metadata={
+            "kind": "manual",
+            "published": "2024-05-01",
+            "topics": ["brakes", "tyres"],
+            "reviewed": True,
+        },
+    )
+    page = admin_client.get(
+        reverse("admin:documents_document_change", args=[document.pk])
+    ).text
+    assert "<dt>published</dt><dd><time datetime='2024-05-01'>May 1, 2024</time>" in (
+        page.replace("&#x27;", "'")
+    )
+    assert "<span class='quire-chip'>brakes</span>" in page.replace("&#x27;", "'")
+    assert "<dt>reviewed</dt><dd>yes</dd>" in page
+    assert '"topics"' not in page and "[&quot;brakes" not in page
+
+
+def test_pages_read_by_ocr_are_marked(admin_client, make_channel):
+    """The document page marks each page read by OCR, and says how many; the
+    page preview says its text came from OCR."""
+    channel = make_channel()
+    document = make_document(channel, page_count=2)
+    Page.objects.create(document=document, number=1, text="typed")
+    Page.objects.create(document=document, number=2, text="scanned", ocr=True)
+    page = admin_client.get(
+        reverse("admin:documents_document_change", args=[document.pk])
+    ).text
+    assert "2 (OCR)</a>" in page and "1 (OCR)" not in page
+    assert "1 page was read by OCR" in page
+    preview = admin_client.get(
+        reverse("admin:documents_document_page", args=[document.pk, 2])
+    ).text
+    assert "text read by OCR" in preview
+    typed = admin_client.get(
+        reverse("admin:documents_document_page", args=[document.pk, 1])
+    ).text
+    assert "text read by OCR" not in typed
+
+
+def test_the_list_refreshes_itself_while_documents_wait(admin_client, make_channel):
+    """The list loads its refresher and marks each row's status for it."""
+    channel = make_channel()
+    make_document(channel, status=Document.Status.PENDING)
+    listing = admin_client.get(reverse("admin:documents_document_changelist")).text
+    assert "documents/admin/refresh_list.js" in listing
+    assert "data-status=&#x27;pending&#x27;" in listing or (
+        "data-status='pending'" in listing
+    )
 
 
 def test_page_preview_shows_text_beside_the_image(admin_client, make_channel):
@@ -662,7 +808,7 @@ def test_upload_of_a_file_already_in_the_channel_says_so_by_name(
         and f"document {existing.pk}" in text
         for text in texts
     )
-    assert any("Queued 1 document(s)" in text for text in texts)
+    assert any("Queued 1 document for ingestion" in text for text in texts)
     only_repeat = upload(
         admin_client, channel, [SimpleUploadedFile("x.txt", b"Once.", "text/plain")]
     )
@@ -683,6 +829,9 @@ def test_reingest_action_queues_the_documents_again(
             {"action": "reingest_selected", "_selected_action": [failed.pk, ready.pk]},
         )
     assert response.status_code == 302
+    assert messages_of(admin_client.get(response["Location"])) == [
+        "Queued 2 documents for ingestion."
+    ]
     assert len(callbacks) == 2
     failed.refresh_from_db()
     ready.refresh_from_db()
@@ -827,6 +976,7 @@ def test_revoke_action_revokes_selected_keys(admin_client, make_channel):
         {"action": "revoke_selected", "_selected_action": [first.api_key.pk]},
     )
     assert response.status_code == 302
+    assert messages_of(admin_client.get(response["Location"])) == ["Revoked 1 API key."]
     first.api_key.refresh_from_db()
     second.api_key.refresh_from_db()
     assert first.api_key.revoked_at is not None

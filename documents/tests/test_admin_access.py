@@ -172,7 +172,8 @@ def test_chat_endpoints_are_chosen_not_typed(admin_client, make_channel, setting
     form = admin_client.get(url).context["adminform"].form
     assert "generator_base_url" not in form.fields
     assert "generator_api_key_env" not in form.fields
-    assert form.fields["generator_endpoint"].choices == [("", "(none)")]
+    # None declared: the form offers no chat model at all.
+    assert "generator_endpoint" not in form.fields
 
     hostile = channel_form_data(
         generator_kind="chat",
@@ -180,9 +181,7 @@ def test_chat_endpoints_are_chosen_not_typed(admin_client, make_channel, setting
         generator_base_url="http://127.0.0.1:9911/v1",
         generator_api_key_env="DJANGO_SECRET_KEY",
     )
-    response = admin_client.post(url, hostile)
-    assert response.status_code == 200
-    assert "No chat-model endpoint is declared" in response.text
+    admin_client.post(url, hostile)
     channel.refresh_from_db()
     assert channel.generator_kind == "extractive"
 

@@ -32,7 +32,8 @@ def shelf(make_channel, fake_embedder):
 
 
 def test_lists_ready_documents_with_title_pages_and_filterable_fields(shelf):
-    """Results carry id, title (file name when untitled), page count, revision,
+    """Results carry id, title (file name when untitled), the file's name and
+    format (to tell apart documents that share a title), page count, revision,
     provenance and the filterable metadata fields only; pending documents are
     not listed."""
     page = list_documents(shelf)
@@ -42,6 +43,8 @@ def test_lists_ready_documents_with_title_pages_and_filterable_fields(shelf):
     assert set(first) == {
         "id",
         "title",
+        "file_name",
+        "format",
         "number_of_pages",
         "revision",
         "revised_at",
@@ -51,6 +54,10 @@ def test_lists_ready_documents_with_title_pages_and_filterable_fields(shelf):
         "published",
     }
     assert (first["number_of_pages"], first["revision"]) == (2, 1)
+    assert (first["file_name"], first["format"]) == (
+        f"{first['title']}.txt",
+        "plain text",
+    )
     assert (first["source"], first["source_url"]) == (None, None)
     titles = [row["title"] for row in page["results"]]
     assert "document.txt" in titles and "Pending" not in titles
@@ -116,6 +123,8 @@ def test_output_schema_describes_results_with_channel_fields(shelf):
     assert set(item["properties"]) == {
         "id",
         "title",
+        "file_name",
+        "format",
         "number_of_pages",
         "revision",
         "revised_at",

@@ -265,3 +265,19 @@ def test_html_encoding_order_bom_declared_meta(data, declared, expected):
 
 def _codec(name: str | None) -> str | None:
     return codecs.lookup(name).name if name else None
+
+
+def test_a_file_without_headings_is_titled_by_its_first_line(tmp_path):
+    """A text named like a file (markitdown__test.txt) whose first line stands
+    alone as a title takes that line, not the file name; one that opens with
+    a sentence gets no title from its text (ingestion then uses the name)."""
+    path = _write(
+        tmp_path,
+        "markitdown__test.txt",
+        b"Quarterly maintenance report\n\nThe fleet was inspected in May.\n",
+    )
+    assert parse_text(path, markdown=False, max_page_chars=10_000).title == (
+        "Quarterly maintenance report"
+    )
+    prose = _write(tmp_path, "notes.txt", b"We met on Monday and agreed a plan.\n")
+    assert parse_text(prose, markdown=False, max_page_chars=10_000).title == ""

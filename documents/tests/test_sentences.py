@@ -1,194 +1,156 @@
-"""documents.generation.sentences: the units an answer can quote."""
+"""The audit trail in sentences (documents.access.sentences) and, in the
+admin, a run of identical events on one row with its count."""
 
-from documents.generation.sentences import Kind, split_sentences
-from documents.tests.shared_pdfs import page_text
+import re
+
+import pytest
+from django.core.files.base import ContentFile
+from django.urls import reverse
+from oauth2_provider.models import get_application_model
+
+from documents.access import COMMAND_LINE, Actor, audit
+from documents.access.sentences import sentence
+from documents.models import AuditEvent
+from documents.services.documents import create_document
+from documents.services.grants import record_sign_in_grant
+from documents.services.keys import create_api_key
+
+pytestmark = pytest.mark.django_db
 
 
-def texts(text: str, kind: Kind | None = None) -> list[str]:
-    return [u.text for u in split_sentences(text) if kind is None or u.kind == kind]
+def text(event: AuditEvent) -> str:
+    return re.sub(r"</?em>", "*", str(sentence(event)))
 
 
-def test_initials_and_abbreviations_do_not_end_a_sentence():
-    """Names with initials, "ESQ.", "No." before a number and "U.S.C." stay
-    inside their sentence (issue 14: "STEVEN E. MERCER, ESQ." became "MERCER,
-    ESQ., Deputy Attorney General…")."""
-    text = (
-        "The brief was signed by STEVEN E. MERCER, ESQ., Deputy Attorney General, "
-        "for the state. The case was assigned to Judge Susan J. Dlott. It cites "
-        "42 U.S.C. §1981 and Docket No. FAA-2020-0686 in full."
+@pytest.fixture
+def ana(django_user_model):
+    return django_user_model.objects.create_user("ana", first_name="Ana", is_staff=True)
+
+
+def test_a_staff_upload_reads_as_a_sentence(make_channel, ana):
+    """ "Ana (staff) uploaded *Manual rev 3* to *Aviation*": the person's name,
+    the document's title and the channel's name, not its id or slug."""
+    channel = make_channel("aviation", "Aviation")
+    create_document(
+        channel=channel,
+        file=ContentFile(b"# Manual rev 3\n\nText.", name="manual.md"),
+        title="Manual rev 3",
+        actor=Actor(via="admin", user=ana),
+        enqueue=False,
     )
-    assert texts(text) == [
-        "The brief was signed by STEVEN E. MERCER, ESQ., Deputy Attorney General, "
-        "for the state.",
-        "The case was assigned to Judge Susan J. Dlott.",
-        "It cites 42 U.S.C. §1981 and Docket No. FAA-2020-0686 in full.",
+    event = AuditEvent.objects.get(action=AuditEvent.Action.DOCUMENT_UPLOAD)
+    assert text(event) == "Ana (staff) uploaded *Manual rev 3* to *Aviation*"
+
+
+def test_an_api_key_names_itself_and_the_door(make_channel):
+    """ "API key *ci-bot* (qk_ab12…) ... over MCP"."""
+    channel = make_channel("aviation", "Aviation")
+    new = create_api_key(
+        actor=COMMAND_LINE, name="ci-bot", channels=[channel], scopes=["read", "write"]
+    )
+    audit.record(
+        audit.Action.DOCUMENT_DELETE,
+        actor=Actor(via="mcp", api_key=new.api_key),
+        channel=channel,
+        detail="",
+    )
+    event = AuditEvent.objects.get(action=AuditEvent.Action.DOCUMENT_DELETE)
+    prefix = new.api_key.prefix
+    assert text(event) == (
+        f"API key *ci-bot* ({prefix}…) deleted *something* from *Aviation* over MCP"
+    )
+
+
+def test_a_sign_in_reads_as_the_client_signing_in_for_a_person(make_channel, ana):
+    """ "Claude (OAuth client) signed in as ana, read access to *Aviation*"."""
+    channel = make_channel("aviation", "Aviation")
+    application = get_application_model().objects.create(
+        name="Claude",
+        client_type="public",
+        authorization_grant_type="authorization-code",
+        redirect_uris="http://127.0.0.1/callback",
+    )
+    record_sign_in_grant(
+        user=ana,
+        application=application,
+        channel=channel,
+        resource="http://testserver/mcp/aviation",
+        scopes=["read"],
+    )
+    event = AuditEvent.objects.get(action=AuditEvent.Action.GRANT_CREATE)
+    assert text(event) == (
+        "Claude (OAuth client) signed in as ana, read access to *Aviation*"
+    )
+
+
+def test_creating_a_channel_reads_as_creation(make_channel):
+    """A new channel is told as created, by the command line here."""
+    make_channel("aviation", "Aviation")
+    event = AuditEvent.objects.get()
+    assert event.action == AuditEvent.Action.CHANNEL_CREATE
+    assert text(event) == "Command line created the channel *Aviation*"
+
+
+def test_creating_a_channel_in_the_admin_is_logged_as_creation(admin_client):
+    """The admin's channel form records channel.create, never a change."""
+    admin_client.post(
+        reverse("admin:documents_channel_add"),
+        {
+            "name": "Aviation",
+            "slug": "aviation",
+            "description": "",
+            "retriever_mode": "hybrid",
+            "retriever_candidates": "100",
+            "retriever_top_k": "8",
+            "retriever_rrf_k": "60",
+            "generator_kind": "extractive",
+            "generator_temperature": "0",
+            "generator_timeout": "30",
+            "mcp_instructions": "",
+            "max_pages_per_call": "10",
+            "metadata_fields-TOTAL_FORMS": "0",
+            "metadata_fields-INITIAL_FORMS": "0",
+        },
+    )
+    assert list(AuditEvent.objects.values_list("action", flat=True)) == [
+        AuditEvent.Action.CHANNEL_CREATE
     ]
 
 
-def test_a_shared_papers_judges_keep_their_initials(shared_data):
-    """On page 3 of the Multi-LexSum paper, "Judge Susan J. Dlott" and "Judge S.
-    Arthur Spiegel" are never cut at their initials."""
-    path = shared_data / "pdfs/text/papermage__2206.10883v3.pdf"
-    units = texts(page_text(path, 3))
-    assert any("Judge Susan J. Dlott." in unit for unit in units)
-    assert any("Judge S. Arthur Spiegel." in unit for unit in units)
-    assert not any(unit.endswith((" J.", " S.")) for unit in units)
+def test_the_channel_is_named_by_its_current_name_or_the_slug_it_had(make_channel):
+    """Renamed, the sentence follows; deleted, it keeps the slug."""
+    channel = make_channel("aviation", "Aviation")
+    channel.name = "Aviation manuals"
+    channel.save()
+    event = AuditEvent.objects.get()
+    assert "*Aviation manuals*" in text(event)
+    channel.delete()
+    event.refresh_from_db()
+    assert "*aviation*" in text(event)
 
 
-def test_offsets_point_into_the_text():
-    """Each unit's start/end cut its own text out of the passage (whitespace
-    collapsed in `text`)."""
-    text = "First line of a\nsentence here. Second one!\n\nThird,\nlast one."
-    for unit in split_sentences(text):
-        assert " ".join(text[unit.start : unit.end].split()) == unit.text
+def test_values_are_escaped(make_channel):
+    """A hostile title stays text."""
+    channel = make_channel("aviation", "<b>Aviation</b>")
+    assert "&lt;b&gt;Aviation&lt;/b&gt;" in str(sentence(AuditEvent.objects.get()))
+    assert channel.pk
 
 
-def test_headings_questions_and_short_answers():
-    """A PDF heading on a line of its own, a Markdown heading and a table of
-    contents line are headings; a question is a question; "No." is joined to
-    the sentence it begins."""
-    text = (
-        "# Quire overview\n\n"
-        "Contents ........................ 3\n"
-        "The nut is tight.\n"
-        "Boots Self-Locking Nut\n"
-        "The Boots self-locking nut is of one piece, all-metal\n"
-        "construction designed to hold tight.\n\n"
-        "Does Quire need an internet connection?\n"
-        "No. The default embedding model runs offline.\n"
+def test_repeated_identical_events_are_one_row_with_a_count(admin_client, make_channel):
+    """Three identical events on one day are one row saying ×3; a different
+    one stays its own row."""
+    channel = make_channel("aviation", "Aviation")
+    actor = Actor(via="rest")
+    for _ in range(3):
+        audit.record(audit.Action.AUTH_REFUSED, actor=actor, channel=channel)
+    grouped = AuditEvent.objects.with_repeats()
+    assert sorted(event.repeats for event in grouped) == [1, 3]
+    listing = admin_client.get(reverse("admin:documents_auditevent_changelist"))
+    assert listing.status_code == 200
+    assert "<h1>Audit trail</h1>" in listing.text
+    assert listing.text.count("was refused access to") == 1
+    assert "×3" in listing.text
+    by_year = admin_client.get(
+        reverse("admin:documents_auditevent_changelist") + "?action=auth.refused"
     )
-    assert texts(text, Kind.HEADING) == [
-        "# Quire overview",
-        "Contents ........................ 3",
-        "Boots Self-Locking Nut",
-    ]
-    assert texts(text, Kind.QUESTION) == ["Does Quire need an internet connection?"]
-    assert "No. The default embedding model runs offline." in texts(text, Kind.SENTENCE)
-    assert not any(u.quotable for u in split_sentences(text) if u.text == "No.")
-
-
-def test_a_wrapped_line_is_not_a_heading():
-    """A short line that runs on into the next (ends in "the", a comma, or the
-    next line starts in lower case) is part of its sentence."""
-    text = (
-        "Most people diagnosed with\nbreast cancer do not have a\nfamily history.\n"
-        "Ask the\nDoctor about it. Call Cancer Council,\nToday or tomorrow."
-    )
-    assert texts(text, Kind.HEADING) == []
-
-
-def test_table_rows_are_rows_and_contents_lines_with_figures_too():
-    """Lines of figures are rows (quotable for questions asking for a figure),
-    also when dot leaders run through them; the table's header line titles
-    them."""
-    text = (
-        "State Permit Handgun Totals\n"
-        "Alabama 18,870 23,022 71,137\n"
-        "Texas 21,550 56,941 146,982\n"
-        "AFM revisions ........ 1 work-hour × $85 per hour = $85 ...... $6,205.\n"
-    )
-    rows = texts(text, Kind.ROW)
-    assert "Texas 21,550 56,941 146,982" in rows
-    assert any(row.startswith("AFM revisions") for row in rows)
-    assert texts(text, Kind.HEADING) == ["State Permit Handgun Totals"]
-
-
-# --- The examples of issue 22 ----------------------------------------------------
-
-
-def test_vs_at_the_start_of_a_line_under_a_table_stays_in_its_sentence(shared_data):
-    """Under the LayoutParser paper's model-zoo table, the footnote "(the
-    trade-off between accuracy\\nvs. computational cost)" is one sentence: the
-    table's rows around it never cut it at the line break, so no unit starts
-    with "vs." (issue 22: a quote began "vs. computational cost). For …")."""
-    path = shared_data / "pdfs/text/unstructured__layout-parser-paper-with-table.pdf"
-    units = texts(page_text(path, 1))
-    assert not any(unit.startswith("vs.") for unit in units)
-    assert any(
-        "the trade-off between accuracy vs. computational cost)." in unit
-        for unit in units
-    )
-
-
-def test_abbreviations_never_end_a_sentence():
-    """ "vs.", "e.g.", "i.e.", "No.", "Fig.", "et al." and "cf." stay inside
-    their sentence, also when a line break follows them."""
-    text = (
-        "Speed vs.\nCost matters, e.g.\nLatency, i.e. the wait. See Fig.\n"
-        "3 and No.\n5 in Smith et al.\n(2020), cf.\nthe table above."
-    )
-    assert texts(text) == [
-        "Speed vs. Cost matters, e.g. Latency, i.e. the wait.",
-        "See Fig. 3 and No. 5 in Smith et al. (2020), cf. the table above.",
-    ]
-
-
-def test_verse_lines_are_units(shared_data):
-    """A poem's lines, each a paragraph of its own (as the Waste Land's EPUB
-    has them), are quotable lines, not headings: "April is the cruellest month,
-    breeding" can be quoted (issue 22)."""
-    text = (
-        "## I. THE BURIAL OF THE DEAD\n\n"
-        "April is the cruellest month, breeding\n\n"
-        "Lilacs out of the dead land, mixing\n\n"
-        "Memory and desire, stirring\n\n"
-        "Dull roots with spring rain.\n\n"
-        "Winter kept us warm, covering\n"
-    )
-    units = split_sentences(text)
-    assert [u.text for u in units if u.kind == Kind.HEADING] == [
-        "## I. THE BURIAL OF THE DEAD"
-    ]
-    april = next(u for u in units if u.text.startswith("April"))
-    assert april.text == "April is the cruellest month, breeding"
-    assert april.kind == Kind.LINE and april.quotable
-
-
-def test_a_figure_caption_is_a_caption_not_a_sentence():
-    """ "Figure 7-26. Self-locking nuts." under the handbook's drawing is one
-    caption, never a quotable sentence "Self-locking nuts." (issue 22)."""
-    text = (
-        "Elastic anchor nut\n"
-        "Figure 7-26. Self-locking nuts. Figure 7-27. Stainless steel "
-        "self-locking nut.\n7-45"
-    )
-    units = split_sentences(text)
-    assert "Self-locking nuts." not in [u.text for u in units]
-    captions = [u.text for u in units if u.kind == Kind.CAPTION]
-    assert captions[0] == "Figure 7-26. Self-locking nuts."
-    assert captions[1].startswith("Figure 7-27. Stainless steel self-locking nut.")
-    assert not any(u.quotable for u in units if u.kind == Kind.CAPTION)
-
-
-def test_a_caption_after_the_drawings_labels_is_a_caption():
-    """When the drawing's labels run into "Figure 7-26." (as on the handbook's
-    page), the text after the label is still the caption, not a sentence."""
-    text = (
-        "This\nTightened nut\nUntightened nut\nElastic anchor nut\n"
-        "Figure 7-26. Self-locking nuts."
-    )
-    units = split_sentences(text)
-    nuts = next(u for u in units if u.text.endswith("Self-locking nuts."))
-    assert nuts.kind == Kind.CAPTION and not nuts.quotable
-    text = "The fit is a straight line as shown in Fig. 5. It follows Langmuir."
-    assert texts(text, Kind.SENTENCE)[-1] == "It follows Langmuir."
-
-
-def test_a_tables_rows_are_rows_under_their_header():
-    """A spreadsheet or Word table, read as a Markdown table, is a header that
-    titles its rows and one row per line; the rule between them is nothing."""
-    text = (
-        "# Main\n\n"
-        "| Person | Age | Location |\n"
-        "| --- | --- | --- |\n"
-        "| Anton Antich | 23 | Switzerland |\n"
-        "| James Bond | 35 | Moscow |\n"
-    )
-    units = split_sentences(text)
-    assert [(u.kind, u.text) for u in units] == [
-        (Kind.HEADING, "# Main"),
-        (Kind.HEADING, "| Person | Age | Location |"),
-        (Kind.ROW, "| Anton Antich | 23 | Switzerland |"),
-        (Kind.ROW, "| James Bond | 35 | Moscow |"),
-    ]
-    assert all(u.table_row and u.quotable for u in units[2:])
+    assert by_year.status_code == 200 and "×3" in by_year.text

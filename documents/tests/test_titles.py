@@ -2,7 +2,12 @@
 
 import pytest
 
-from documents.ingestion.titles import choose_title, file_title, looks_like_title
+from documents.ingestion.titles import (
+    choose_title,
+    file_title,
+    first_line_title,
+    looks_like_title,
+)
 
 
 @pytest.mark.parametrize(
@@ -45,3 +50,24 @@ def test_the_first_candidate_that_looks_like_a_title_wins():
 def test_the_file_name_without_its_extension():
     assert file_title("report.final.pdf") == "report.final"
     assert file_title("notes") == "notes"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "Quarterly maintenance report\n\nThe fleet...",
+            "Quarterly maintenance report",
+        ),
+        (
+            "\n\n**AutoGen: multi-agent conversation**\n\nBody.",
+            "AutoGen: multi-agent conversation",
+        ),
+        ("This sentence opens the file and ends with a stop.\nMore.", ""),
+        (" ".join(["word"] * 20), ""),
+        ("", ""),
+    ],
+)
+def test_a_first_line_that_stands_alone_is_a_title_candidate(text, expected):
+    """A short first line, not a sentence, marks around it dropped."""
+    assert first_line_title(text) == expected

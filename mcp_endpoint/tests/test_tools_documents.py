@@ -32,6 +32,9 @@ def test_list_documents_newest_first_by_channel_sort(mcp_any):
     ]
     assert page["results"][0]["year"] == 2025
     assert page["results"][1]["number_of_pages"] == 3
+    # Told apart from a namesake in another format by file name and format.
+    assert page["results"][1]["file_name"].endswith(".txt")
+    assert page["results"][1]["format"] == "plain text"
     assert page["results"][1]["revision"] == 1
     assert page["results"][1]["revised_at"].startswith("20")
     assert json.loads(result["content"][0]["text"]) == page

@@ -47,8 +47,10 @@ def json_result(data: dict) -> ToolResult:
 class ListDocuments(Tool):
     """List the documents of this collection, a page at a time.
 
-    Returns {total_count, offset, limit, results: [{id, title, number_of_pages,
-    revision, revised_at, source, source_url, <metadata fields>}]}: source names
+    Returns {total_count, offset, limit, results: [{id, title, file_name,
+    format, number_of_pages, revision, revised_at, source, source_url,
+    <metadata fields>}]}: file_name and format tell apart documents that share
+    a title (one paper as a PDF and as slides); source names
     where the document is synced from (null for an upload), source_url is its
     public web address there when it has one. Use metadata_filter to narrow the
     list and offset/limit to page through it, or pass the nextCursor of a result
