@@ -455,6 +455,12 @@ OAUTH2_PROVIDER = {
 }
 # Registrations (DCR) per client address per hour.
 OAUTH_REGISTRATIONS_PER_HOUR = env_int("OAUTH_REGISTRATIONS_PER_HOUR", 30, minimum=1)
+# A client registered (DCR) that has no token, code or grant this many minutes
+# after registering is deleted by the worker's housekeeping: what an abandoned
+# sign-in leaves behind (documents.services.grants.clear_sign_in_leftovers).
+OAUTH_REGISTRATION_UNUSED_MINUTES = env_int(
+    "OAUTH_REGISTRATION_UNUSED_MINUTES", 60, minimum=1
+)
 LOGIN_URL = "signin:login"
 
 # HTTPS deployment (docs/production.md, "Behind a proxy"). X-Forwarded-Proto and
