@@ -328,7 +328,7 @@ def test_a_date_filter_is_two_pickers_without_schema_text(staff, notices):
     """A date field shows from/to date inputs and no JSON from its schema."""
     page = staff.get("/playground/notices/").content.decode()
     assert 'id="id_f_published_start"' in page and 'id="id_f_published_end"' in page
-    assert page.count('type="date"') == 2
+    assert len(re.findall(r'<input [^>]*type="date"', page)) == 2
     date_block = page[page.index('data-field-type="date"') :]
     date_block = date_block[: date_block.index("data-field-type", 10)]
     assert "{" not in date_block and "pg-help" not in date_block
