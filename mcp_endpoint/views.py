@@ -85,8 +85,10 @@ def _sse_frame(message: dict) -> bytes:
 
 
 class CallLog:
-    """One log line per call: channel, key, method, tool, status, outcome,
-    duration; and the call counted in the metrics (documents.telemetry)."""
+    """The one log line per call, for a person reading the terminal: method,
+    tool, channel, status, outcome, milliseconds and the caller's prefix (the
+    access log and django.request leave MCP requests to it: project.logs); and
+    the call counted in the metrics (documents.telemetry)."""
 
     def __init__(self, channel: str):
         self.started = time.monotonic()
@@ -116,15 +118,15 @@ class CallLog:
             f" {key}={json.dumps(value)}" for key, value in self.trace.items()
         )
         logger.info(
-            "mcp channel=%s key=%s method=%s tool=%s status=%s outcome=%s "
-            "duration_ms=%.1f%s",
-            self.channel,
-            self.key or "-",
+            "mcp method=%s tool=%s channel=%s status=%s outcome=%s ms=%.1f "
+            "caller=%s%s",
             self.method or "-",
             self.tool or "-",
+            self.channel,
             status,
             outcome,
             seconds * 1000,
+            self.key or "-",
             trace,
         )
 

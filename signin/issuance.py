@@ -14,9 +14,11 @@ from oauth2_provider.models import get_refresh_token_model
 
 from documents.access import Actor, audit, client_address
 from documents.access.tokens import canonical_resource
-from documents.models import SignInGrant
+from documents.models import Channel, SignInGrant
+from documents.services.grants import record_sign_in_grant
 from signin.models import SpentCode
 from signin.oauth import GRANT_TYPES
+from signin.targets import channel_slug
 
 
 def _digest(value: str) -> str:
@@ -39,12 +41,32 @@ def _actor(request: HttpRequest, token) -> Actor:
     )
 
 
+def _record_grant(request: HttpRequest, token) -> None:
+    """The sign-in is complete: record (or widen) the grant the consent gave,
+    for the channel the code is bound to (its one resource) and the scopes the
+    person approved (the code's, and so the token's)."""
+    slugs = [channel_slug(request, resource) for resource in token.resource or []]
+    channel = Channel.objects.filter(slug__in=[s for s in slugs if s]).first()
+    if channel is None:  # deleted since the consent: the token opens nothing
+        return
+    record_sign_in_grant(
+        user=token.user,
+        application=token.application,
+        channel=channel,
+        resource=canonical_resource(token.resource[0]),
+        scopes=token.scope.split(),
+        address=client_address(request),
+    )
+
+
 def token_issued(request: HttpRequest, token) -> None:
-    """Audit a token the endpoint just issued; for a code exchange, remember the
-    code and the token family it began, so a replay can revoke them."""
+    """Audit a token the endpoint just issued; for a code exchange, record the
+    grant (a grant is active from its first token on), and remember the code
+    and the token family it began, so a replay can revoke them."""
     grant_type = request.POST.get("grant_type", "")
     with transaction.atomic():
         if grant_type == "authorization_code":
+            _record_grant(request, token)
             family = (
                 get_refresh_token_model()
                 .objects.filter(access_token=token)

@@ -22,7 +22,7 @@ class Target:
     problem: str = ""
 
 
-def _channel_slug(request: HttpRequest, resource: str) -> str | None:
+def channel_slug(request: HttpRequest, resource: str) -> str | None:
     """The slug of `resource` when it is one of this server's channel URLs."""
     try:
         parts = urlsplit(resource)
@@ -69,7 +69,7 @@ def requested_target(
             scopes,
             f"The client asks for scopes Quire doesn't have: {', '.join(unknown)}.",
         )
-    slug = _channel_slug(request, resource)
+    slug = channel_slug(request, resource)
     if slug is None:
         return Target(
             None, resource, scopes, f"{resource} is not a channel of this server."

@@ -150,24 +150,16 @@ class ConsentView(RefuseNul, AuthorizationView):
         return super().post(request, *args, **kwargs)
 
     def create_authorization_response(self, request, scopes, credentials, allow):
-        """Issue the code only as the consent page's answer, and record the grant
-        only once the library has issued it (signin.consent)."""
+        """Issue the code only as the consent page's answer (signin.consent);
+        the grant is recorded when the code is exchanged (signin.issuance)."""
         consent.require_consent(request)
         if not allow:
             consent.refused(
                 request, application=self.application, channel=self.target.channel
             )
-        answer = super().create_authorization_response(
+        return super().create_authorization_response(
             request, scopes, credentials, allow
         )
-        consent.consented(
-            request,
-            application=self.application,
-            channel=self.target.channel,
-            resource=self.target.resource,
-            scopes=self.target.scopes,
-        )
-        return answer
 
     def redirect(self, redirect_to, application):
         return super().redirect(

@@ -60,6 +60,22 @@ def test_staff_reach_the_playground_from_the_admin(page, site):
     assert csp_violations(page) == []
 
 
+@pytest.mark.parametrize("tool", ["rag_search", "list_documents", "get_pages"])
+def test_the_run_button_is_in_the_first_screen(page, site, tool):
+    """At 1280x800, whichever tool is chosen and however many filters the
+    channel has, the Run button is visible without scrolling; the tools are
+    offered by title."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_playground(page, site)
+    choose_tool(page, tool)
+    box = page.locator("button.pg-run").bounding_box()
+    assert box is not None
+    assert box["x"] >= 0 and box["y"] >= 0
+    assert box["x"] + box["width"] <= 1280 and box["y"] + box["height"] <= 800, box
+    labels = page.locator(".pg-tools label").all_inner_texts()
+    assert "Answer with citations" in [label.strip() for label in labels]
+
+
 def test_list_documents_with_a_filter_and_the_json_panel(page, site):
     """Picking kind=guide lists only the guides, and the JSON panel holds the
     JSON-RPC reply with the same rows."""
@@ -123,6 +139,8 @@ def test_rag_search_citation_opens_the_page(page, site):
     arguments = json.loads(page.text_content("#pg-request-json"))["params"]["arguments"]
     assert arguments["metadata_filter"] == {"kind": "handbook"}
     assert reply(page)["result"]["structuredContent"]["citations"]
+    listed = page.locator(".pg-citations a.citation").first.inner_text()
+    assert listed.endswith(", page 1") and not listed.startswith("[Document")
     target = os.environ.get("QUIRE_PLAYGROUND_SCREENSHOT")
     if target:
         Path(target).parent.mkdir(parents=True, exist_ok=True)

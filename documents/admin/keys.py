@@ -6,8 +6,8 @@ give keys only their own channels.
 
 from django.contrib import admin, messages
 from django.db.models import Q
+from django.template.loader import render_to_string
 from django.utils import timezone
-from django.utils.html import format_html
 from django.utils.translation import ngettext
 
 from documents import access
@@ -15,6 +15,7 @@ from documents.admin.curation import CuratedChannelsFilter, RowPermissions, acto
 from documents.admin.display import CredentialColumns, short_datetime
 from documents.forms import ApiKeyForm
 from documents.models import ApiKey, Channel
+from documents.services.connect import client_configurations
 from documents.services.keys import create_api_key, revoke_api_key, update_api_key
 
 
@@ -155,13 +156,26 @@ class ApiKeyAdmin(RowPermissions, CredentialColumns, admin.ModelAdmin):
         obj._state.db = new.api_key._state.db
         # Messages live in the session (settings.MESSAGE_STORAGE): the key never
         # travels in a cookie, and is gone once shown.
+        configurations = [
+            (
+                channel,
+                client_configurations(
+                    mcp_url=request.build_absolute_uri(channel.mcp_path),
+                    key=new.raw_key,
+                    server_name=f"quire-{channel.slug}",
+                ),
+            )
+            for channel in new.api_key.channels.order_by("name")
+        ]
         messages.warning(
             request,
-            format_html(
-                "API key for “{}”: <code class='quire-new-key'>{}</code> "
-                "Copy it now: it is shown only this once.",
-                new.api_key.name,
-                new.raw_key,
+            render_to_string(
+                "admin/documents/apikey/created.html",
+                {
+                    "name": new.api_key.name,
+                    "key": new.raw_key,
+                    "configurations": configurations,
+                },
             ),
         )
 

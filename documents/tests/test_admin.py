@@ -943,6 +943,12 @@ def test_new_api_key_is_shown_once_and_works(admin_client, make_channel):
     assert admit(handbook.slug, raw_key, via="test").api_key == api_key
     assert list(api_key.channels.all()) == [handbook]
     assert other not in api_key.channels.all()
+    # Ready to use: a copy button, the channel's MCP URL, the configurations.
+    assert 'data-copy="quire-new-key"' in response.text
+    assert "http://testserver/mcp/handbook" in response.text
+    assert "&quot;mcpServers&quot;" in response.text
+    assert "@modelcontextprotocol/inspector" in response.text
+    assert f"Authorization: Bearer {raw_key}" in response.text
 
     for url in (
         reverse("admin:documents_apikey_changelist"),

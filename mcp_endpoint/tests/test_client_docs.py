@@ -40,6 +40,8 @@ QUIRE_TOOLS = {
     "submit_feedback",
 }
 WEB_UI = "not run: starts the web UI"
+# The sign-in snippet needs a browser: its own test gives it a scripted one.
+SIGNS_IN = "signs in:"
 # What each Python snippet prints, found by the call it makes.
 PRINTS = {
     "rag_search": r"\['list_documents', .*'submit_feedback'\]\n"
@@ -80,7 +82,7 @@ def snippets(lang: str | None = None, *, runnable: bool = True) -> list[Snippet]
         snippet
         for snippet in found
         if (lang is None or snippet.lang == lang)
-        and (not runnable or not snippet.note.startswith("not run"))
+        and (not runnable or not snippet.note.startswith(("not run", SIGNS_IN)))
     ]
 
 
@@ -341,3 +343,66 @@ def test_inspector_web_ui_walkthrough(quire_server, tmp_path):
                 catalog.stop()
         finally:
             browser.close()
+
+
+def manage_shell(server, code: str, tmp_path: Path) -> str:
+    """Run `code` in `manage.py shell` on the live server's database: its rows
+    are committed where the server sees them (the test's own are not)."""
+    env = live.server_environment(tmp_path / "media", server.conformance_key)
+    done = run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=live.REPO,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+SIGN_IN_READER = """
+from django.contrib.auth.models import User
+from documents.models import Channel
+person = User.objects.create_user("snippet-reader", password="pw-snippet-1")
+Channel.objects.get(slug="{slug}").readers.add(person)
+"""
+ACTIVE_GRANTS = """
+from documents.models import SignInGrant
+print(list(SignInGrant.objects.filter(user__username="snippet-reader",
+    revoked_at__isnull=True).values_list("channel__slug", flat=True)))
+"""
+REMOVE_READER = """
+from django.contrib.auth.models import User
+User.objects.filter(username="snippet-reader").delete()
+"""
+
+
+def test_the_oauth_snippet_signs_in_as_written(quire_server, tmp_path):
+    """The sign-in snippet, run as written with a scripted browser (BROWSER)
+    that signs in as a reader of the channel and allows: it registers, gets a
+    token and lists the tools; the grant is active from that token on."""
+    [snippet] = [
+        s for s in snippets("python", runnable=False) if s.note.startswith(SIGNS_IN)
+    ]
+    manage_shell(
+        quire_server, SIGN_IN_READER.format(slug=quire_server.demo_slug), tmp_path
+    )
+    try:
+        browser = Path(__file__).with_name("oauth_browser.py")
+        env = {
+            **client_env(),
+            "BROWSER": f"{sys.executable} {browser} %s",
+            "QUIRE_SIGNIN_USER": "snippet-reader",
+            "QUIRE_SIGNIN_PASSWORD": "pw-snippet-1",
+        }
+        done = run(
+            [sys.executable, "-c", snippet.for_server(quire_server)],
+            cwd=tmp_path,
+            env=env,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "'rag_search'" in done.stdout and "'list_documents'" in done.stdout
+        grants = manage_shell(quire_server, ACTIVE_GRANTS, tmp_path)
+        assert grants.strip().splitlines()[-1] == repr([quire_server.demo_slug])
+    finally:
+        manage_shell(quire_server, REMOVE_READER, tmp_path)

@@ -142,7 +142,7 @@ def test_malformed_trace_context_stays_out_of_the_call_log(mcp, caplog):
     assert "\n" not in line
     assert "traceparent" not in line and "baggage" not in line
     assert "tracestate" not in line
-    assert line.split()[-1].startswith("duration_ms=")
+    assert line.split()[-1].startswith("caller=")
 
 
 def test_baggage_joins_the_span_context(mcp, exporter):

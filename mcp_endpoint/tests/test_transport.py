@@ -181,20 +181,22 @@ def test_rate_limit_counts_per_key(
 
 
 def test_each_call_is_logged(mcp, caplog):
-    """Each call logs channel, method, tool, status, outcome and duration."""
+    """Each call logs method, tool, channel, status, outcome, milliseconds and
+    the caller's prefix."""
     with caplog.at_level(logging.INFO, logger="mcp_endpoint"):
         mcp.call_tool("list_documents", {})
         mcp.call_tool("get_pages", {"document_id": 999, "page_start": 1, "page_end": 1})
     lines = [r.getMessage() for r in caplog.records if r.name == "mcp_endpoint"]
     assert any(
-        "method=tools/call tool=list_documents status=200 outcome=ok" in line
-        and "channel=handbook key=qk_" in line
+        "method=tools/call tool=list_documents channel=handbook status=200 outcome=ok"
+        in line
+        and "caller=qk_" in line
         for line in lines
     ), lines
     assert any(
         "tool=get_pages" in line and "outcome=tool_error" in line for line in lines
     )
-    assert all("duration_ms=" in line for line in lines)
+    assert all(" ms=" in line for line in lines)
 
 
 def test_no_session_id_is_set(mcp_legacy):

@@ -189,8 +189,9 @@ def test_rag_search_citations_open_the_cited_page(staff, handbook):
         r"http://testserver/citations/[^/]+/page#quote", citation["url"]
     )
     link = f'<a class="citation" href="{citation["url"]}">'
-    assert link + f"[Document {holiday}, Page 1]</a>" in page
-    assert page.count(link) == 2  # in the answer and in the list
+    assert link + f"[Document {holiday}, Page 1]</a>" in page  # in the answer
+    assert link + "Holiday policy, page 1</a>" in page  # the list: its title
+    assert page.count(link) == 2
     opened = staff.get(
         citation["url"].removeprefix("http://testserver")[: -len("#quote")]
     )
@@ -311,3 +312,23 @@ def test_dates_booleans_and_lists_become_the_filter_an_agent_sends(staff, notice
     assert 'type="date"' in page and 'name="f_published_latest"' in page
     assert 'name="f_tags" multiple' in page
     assert '<option value="true">true</option>' in page
+
+
+def test_tools_are_offered_by_title_and_dates_by_two_pickers(staff, handbook):
+    """The tool choices read as the registry's titles (the code name only as a
+    tooltip), the Run button comes straight after the query, and a date field
+    is two date inputs with no schema text under them."""
+    page = staff.get(f"/playground/{handbook.slug}/").content.decode()
+    assert "> Answer with citations</label>" in page
+    assert "<code>rag_search</code></label>" not in page
+    assert page.index('class="pg-run"') < page.index('id="id_document_ids"')
+
+
+def test_a_date_filter_is_two_pickers_without_schema_text(staff, notices):
+    """A date field shows from/to date inputs and no JSON from its schema."""
+    page = staff.get("/playground/notices/").content.decode()
+    assert 'id="id_f_published_start"' in page and 'id="id_f_published_end"' in page
+    assert len(re.findall(r'<input [^>]*type="date"', page)) == 2
+    date_block = page[page.index('data-field-type="date"') :]
+    date_block = date_block[: date_block.index("data-field-type", 10)]
+    assert "{" not in date_block and "pg-help" not in date_block

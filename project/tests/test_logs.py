@@ -2,7 +2,10 @@
 
 import logging
 
+from django.test import RequestFactory
+
 from documents.access import KEY_PREFIX
+from documents.models import MCP_PATH_PREFIX
 from project import logs
 
 
@@ -43,3 +46,33 @@ def test_uvicorns_loggers_get_the_filter():
     logs.redact_access_log()
     filters = logging.getLogger("uvicorn.access").filters
     assert sum(isinstance(f, logs.RedactSecrets) for f in filters) == 1
+
+
+def test_the_filters_mcp_prefix_is_the_endpoints_own():
+    assert logs.MCP_PATH_PREFIX == MCP_PATH_PREFIX
+
+
+def _record(name: str, msg: str, args: tuple = (), **extra) -> logging.LogRecord:
+    record = logging.LogRecord(name, logging.WARNING, __file__, 1, msg, args, None)
+    record.__dict__.update(extra)
+    return record
+
+
+def test_mcp_requests_leave_their_line_to_the_call_log():
+    """uvicorn's access line and django.request's 4xx warning are dropped for
+    MCP requests (the call log writes one line each); other paths, and server
+    errors on MCP, still pass."""
+    keep = logs.OneLinePerMcpCall().filter
+    access = '%s - "%s %s HTTP/%s" %d'
+    assert not keep(
+        _record("uvicorn.access", access, ("1.2.3.4:5", "GET", "/mcp/demo", "1.1", 405))
+    )
+    assert keep(
+        _record("uvicorn.access", access, ("1.2.3.4:5", "GET", "/admin/", "1.1", 200))
+    )
+    mcp, admin = RequestFactory().get("/mcp/demo"), RequestFactory().get("/admin/x")
+    assert not keep(
+        _record("django.request", "Method Not Allowed", request=mcp, status_code=405)
+    )
+    assert keep(_record("django.request", "Not Found", request=admin, status_code=404))
+    assert keep(_record("django.request", "Server Error", request=mcp, status_code=500))

@@ -4,8 +4,10 @@ left behind.
 
 Takes every db_worker option. At start, and then every --recovery-interval
 seconds, tasks of any kind whose worker died are queued again
-(documents.services.recovery), and the sources whose schedule is due get a
-sync queued (documents.services.sources). Every WORKER_HEARTBEAT_SECONDS the
+(documents.services.recovery), the sources whose schedule is due get a
+sync queued (documents.services.sources), and what abandoned sign-ins left
+(expired codes, unused client registrations) is deleted
+(documents.services.grants). Every WORKER_HEARTBEAT_SECONDS the
 worker records that it is alive (documents.services.workers), which /readyz
 and the metrics read. A stop (SIGTERM, SIGINT) lets the running task
 finish for up to WORKER_STOP_TIMEOUT seconds, then hands it back to the queue
@@ -28,6 +30,7 @@ from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
 from documents.services import workers
+from documents.services.grants import clear_sign_in_leftovers
 from documents.services.recovery import requeue_interrupted_tasks
 from documents.services.sources import enqueue_due_syncs
 from documents.worker import LeasedWorker
@@ -121,6 +124,9 @@ class Command(DbWorkerCommand):
         if due:
             names = ", ".join(sync.source.name for sync in due)
             self.stdout.write(f"Queued scheduled syncs: {names}")
+        cleared = clear_sign_in_leftovers()
+        if cleared.clients:
+            self.stdout.write(f"Removed unused sign-in clients: {cleared.clients}")
 
     def _beat_every(
         self, worker_id: str, interval: float, stopping: threading.Event
