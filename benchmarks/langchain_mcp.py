@@ -18,7 +18,9 @@ used), and the ratios Quire / LangChain.
 
 `--subset N` measures on a smaller channel: the documents judged relevant to
 the test queries plus the first N others (a quick run; its nDCG is higher than
-the full corpus's, for both systems alike).
+the full corpus's, for both systems alike). `--channel SLUG` takes a channel
+already ingested (such as mcp_overhead.py's perf-mcp, 300 SciFact abstracts) as
+it is, with the queries that have a relevant document in it.
 """
 
 import argparse
@@ -180,12 +182,27 @@ def main() -> None:
         "--data", type=Path, default=scifact.ROOT.parent / "shared/data/scifact"
     )
     parser.add_argument("--subset", type=int, default=None)
+    parser.add_argument(
+        "--channel",
+        help="an ingested channel of SciFact documents, as it is (the queries "
+        "with a relevant document in it, judged on its documents only)",
+    )
     parser.add_argument("--queries", type=int, default=None, help="the first N only")
     args = parser.parse_args()
     call_command("migrate", verbosity=0, interactive=False)
     corpus, queries, qrels = scifact.load_beir(args.data)
-    documents = corpus_for(corpus, qrels, args.subset)
-    channel = scifact.prepare_channel(documents, workers=2)
+    if args.channel:
+        channel = Channel.objects.get(slug=args.channel)
+        documents = scifact.corpus_ids(channel)
+        present = set(documents.values())
+        qrels = {
+            qid: kept
+            for qid, relevant in qrels.items()
+            if (kept := {d: g for d, g in relevant.items() if d in present})
+        }
+    else:
+        documents = corpus_for(corpus, qrels, args.subset)
+        channel = scifact.prepare_channel(documents, workers=2)
     langchain_pgvector.langchain_store(channel)
     ids = scifact.corpus_ids(channel)
     judged = [(qid, queries[qid]) for qid in qrels if qid in queries][: args.queries]

@@ -8,8 +8,9 @@ a further trip to drop stale connections. For an MCP call those trips were most
 of what a `tools/list` cost. Here a request to the MCP view gets:
 
 - one request object, checked (Host, then mcp_endpoint.views.check_before_body:
-  Origin, method, key, channel, rate limit, audit of refusals) before its body is
-  read, and refused with `Connection: close` as before;
+  Origin, method, key, channel, rate limit, audit of refusals) before a body it
+  announces is read, and refused with `Connection: close` as before (a request
+  announcing none is checked by the view, once what came is read);
 - one trip to the request's thread for the admission, which drops a stale
   connection first and gives the connection back to the pool after
   (documents.access.admit_released), as the two signals would;
@@ -62,9 +63,16 @@ async def _refuse(handler: ASGIHandler, response: HttpResponse, send) -> None:
 
 
 async def handle_mcp(
-    handler: ASGIHandler, scope: dict, receive, send, match: ResolverMatch
+    handler: ASGIHandler,
+    scope: dict,
+    receive,
+    send,
+    match: ResolverMatch,
+    *,
+    body_announced: bool,
 ) -> None:
-    """Serve one request to the MCP view (see the module docstring)."""
+    """Serve one request to the MCP view (see the module docstring);
+    `body_announced`: its headers declare a body (Content-Length or chunked)."""
     set_script_prefix(get_script_prefix(scope))
     request, error = handler.create_request(scope, io.BytesIO())
     if request is None:
@@ -76,13 +84,15 @@ async def handle_mcp(
     except SuspiciousOperation as exc:  # DisallowedHost: 400, as Django answers
         await _refuse(handler, response_for_exception(request, exc), send)
         return
-    try:
-        outcome = await mcp_views.check_before_body(
-            request, match.kwargs["channel_slug"], admit=aadmit_released
-        )
-    except (OperationalError, InterfaceError):
-        # An outage: the view answers it (a retryable error in its protocol).
-        outcome = None
+    outcome = None
+    if body_announced:  # none announced: the view checks it, as before
+        try:
+            outcome = await mcp_views.check_before_body(
+                request, match.kwargs["channel_slug"], admit=aadmit_released
+            )
+        except (OperationalError, InterfaceError):
+            # An outage: the view answers it (a retryable error in its protocol).
+            outcome = None
     if isinstance(outcome, HttpResponse):
         await _refuse(handler, outcome, send)
         return

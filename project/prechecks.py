@@ -229,7 +229,14 @@ class QuireASGIHandler(ASGIHandler):
     async def handle(self, scope, receive, send):
         match = scope_route(scope)
         if rule_for(match) is MCP and settings.MCP_ENABLED:
-            return await handle_mcp(self, scope, receive, send, match)
+            return await handle_mcp(
+                self,
+                scope,
+                receive,
+                send,
+                match,
+                body_announced=bool(declared_length(scope)),
+            )
         # Django drops a broken connection when a request starts
         # (request_started); these checks query before that, so after a
         # PostgreSQL restart they would reuse the dead one forever.
