@@ -92,7 +92,7 @@ def ranked(server: str, tool: str, result: dict, ids: dict[int, str]) -> list[st
 
 
 def forget_answer(channel: Channel, query: str) -> None:
-    """Empty Quire's answer cache for `query`, so every rag_search does the work."""
+    """Empty Quire's answer cache for `query` (each query is asked once per run)."""
     from django.core.cache import cache
 
     from documents.generation.service import answer_cache_key
@@ -132,8 +132,6 @@ async def measure(
                 headers=mcp_overhead.headers(key),
             )
         for n, (qid, query) in enumerate(judged):
-            if tool == "rag_search" and server.name == "Quire":
-                forget_answer(channel, query)
             started = time.perf_counter()
             response = await client.post(
                 server.url, json=body(query, n), headers=mcp_overhead.headers(key)
@@ -215,6 +213,8 @@ def main() -> None:
         for server in pair:
             asyncio.run(mcp_overhead.wait_ready(server, key))
         for turn, tool in enumerate(TOOLS):
+            for _, query in judged:
+                forget_answer(channel, query)  # every rag_search does the work
             order = pair if turn % 2 == 0 else pair[::-1]
             measured = {
                 server.name: asyncio.run(
