@@ -146,7 +146,7 @@ async def check_before_body(
     request: HttpRequest,
     channel_slug: str,
     *,
-    admit: Callable[..., Awaitable[Caller]] = aadmit,
+    admit: Callable[..., Awaitable[Caller]] | None = None,
 ) -> Caller | HttpResponse:
     """Origin, method, key, channel and rate limit, from the headers alone:
     the admitted caller, or the response that refuses the request. The ASGI handler
@@ -163,7 +163,7 @@ async def check_before_body(
         return _outcome(response, "method refused")
     admission_started = time.time_ns()
     try:
-        caller = await admit(
+        caller = await (admit or aadmit)(
             channel_slug,
             credential_from(request),
             via="mcp",
