@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -228,16 +227,6 @@ def main() -> None:
             server.stop()
     report(results, len(judged), len(documents))
 
-
-if __name__ == "__main__" and "--prepare-only" in sys.argv:
-    call_command("migrate", verbosity=0, interactive=False)
-    _corpus, _queries, _qrels = scifact.load_beir(Path(sys.argv[2]))
-    _channel = scifact.prepare_channel(
-        corpus_for(_corpus, _qrels, int(sys.argv[3])), workers=2
-    )
-    langchain_pgvector.langchain_store(_channel)
-    print(_channel.slug)
-    sys.exit(0)
 
 if __name__ == "__main__":
     main()
