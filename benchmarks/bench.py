@@ -5,7 +5,9 @@
 Runs, one after the other in their own processes on the benchmark database:
 benchmarks/mcp_overhead.py (Quire's MCP endpoint against FastMCP 4),
 benchmarks/langchain_pgvector.py (SciFact retrieval against LangChain's
-PGVectorStore), benchmarks/profile_hot_paths.py (pyinstrument profile and query
+PGVectorStore), benchmarks/langchain_mcp.py (retrieve_text_chunks and rag_search
+over MCP against a FastMCP server on LangChain's PGVectorStore),
+benchmarks/profile_hot_paths.py (pyinstrument profile and query
 counts of tools/list, retrieve_text_chunks, rag_search) and
 benchmarks/memory_startup.py (start-up time and resident memory of a worker).
 Each prints its own figures; this prints the machine and the time they took.
@@ -31,6 +33,12 @@ STEPS = [
         "langchain_pgvector.py",
         [],
         [],
+    ),
+    (
+        "SciFact over MCP against FastMCP + LangChain PGVectorStore",
+        "langchain_mcp.py",
+        [],
+        ["--subset", "300", "--queries", "100"],
     ),
     ("Hot paths (pyinstrument)", "profile_hot_paths.py", [], ["--calls", "20"]),
     ("Start-up and memory", "memory_startup.py", ["--runs", "3"], ["--runs", "1"]),

@@ -74,6 +74,11 @@ def database_url() -> str:
     ).render_as_string(hide_password=False)
 
 
+def table_name(channel: Channel) -> str:
+    """LangChain's table of the channel's chunks."""
+    return f"{TABLE_PREFIX}_{channel.slug.replace('-', '_')}"
+
+
 def langchain_store(channel: Channel):
     """The PGVectorStore holding the channel's chunks (built on first use)."""
     from langchain_postgres import PGEngine, PGVectorStore
@@ -82,7 +87,7 @@ def langchain_store(channel: Channel):
 
     connection.ensure_connection()
     engine = PGEngine.from_connection_string(url=database_url())
-    table = f"{TABLE_PREFIX}_{channel.slug.replace('-', '_')}"
+    table = table_name(channel)
     hybrid = HybridSearchConfig(tsv_column="content_tsv")
     chunks = Chunk.objects.for_channel(channel).order_by("id")
     expected = chunks.count()

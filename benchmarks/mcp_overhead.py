@@ -9,7 +9,9 @@ client load (a fixed number of concurrent keep-alive connections sending the sam
 JSON-RPC requests with the same API key) drives one server, then the other,
 alternating which goes first in each round, so both see the same machine. Prints
 requests/s and p50/p99 latency for tools/list and each tool call, and the ratios
-Quire / FastMCP.
+Quire / FastMCP. tools/list is also sent to a bare ASGI app answering Quire's
+bytes (benchmarks/peers/bare_asgi.py) in the same rounds: the floor of a call's
+server CPU.
 
 The channel lives in the benchmark database (QUIRE_DATABASE_NAME, default
 quire_bench) and is reused by later runs.
@@ -44,6 +46,10 @@ PERF_DOCUMENTS = 300
 KINDS = ["trial", "review", "cohort", "case report", "meta-analysis", "in vitro"]
 TOPICS = ["genetics", "immunology", "oncology", "cardiology", "neurology", "nutrition"]
 PROTOCOL_VERSION = "2025-06-18"
+# The bare ASGI app answering Quire's tools/list bytes: the floor of a call's CPU.
+BARE = "bare ASGI"
+# The operations the bare app is measured on (it answers only those bytes).
+BARE_OPERATIONS = ("tools/list",)
 
 
 def perf_metadata(index: int) -> dict:
@@ -205,6 +211,17 @@ def fastmcp_server(workers: int) -> Server:
         "/mcp",
         workers,
         server_env(PEER_CHANNEL=PERF_SLUG),
+    )
+
+
+def bare_server(workers: int, reply_file: Path) -> Server:
+    """The floor: uvicorn + httptools answering the bytes of `reply_file`."""
+    return Server(
+        BARE,
+        "benchmarks.peers.bare_asgi:app",
+        "/mcp",
+        workers,
+        server_env(BARE_REPLY_FILE=str(reply_file)),
     )
 
 
@@ -391,6 +408,19 @@ def summarise(loads: list[Load]) -> tuple[float, float, float, float, list[str]]
     )
 
 
+async def reply_bytes(server: Server, key: str, body: dict) -> bytes:
+    """One answer of `server` to `body`, as sent."""
+    import httpx
+
+    async with httpx.AsyncClient(timeout=30) as client:
+        response = await client.post(
+            server.url, json=dict(body, id=1), headers=headers(key)
+        )
+    if problem := check_reply(response):
+        raise RuntimeError(f"{server.name}: {problem}")
+    return response.content
+
+
 async def compare(
     servers: list[Server],
     key: str,
@@ -403,9 +433,14 @@ async def compare(
     """Interleaved runs: every operation, every round, both servers in turn."""
     results: dict[str, dict[str, tuple]] = {}
     for name, bodies in plan.items():
-        loads: dict[str, list[Load]] = {server.name: [] for server in servers}
+        measured = [
+            server
+            for server in servers
+            if server.name != BARE or name in BARE_OPERATIONS
+        ]
+        loads: dict[str, list[Load]] = {server.name: [] for server in measured}
         for round_number in range(rounds):
-            order = servers if round_number % 2 == 0 else servers[::-1]
+            order = measured if round_number % 2 == 0 else measured[::-1]
             for server in order:
                 loads[server.name].append(
                     await drive(
@@ -430,13 +465,13 @@ def report(results: dict[str, dict[str, tuple]], *, workers: int, concurrency: i
         "CPU = the server processes' CPU ms per request, PostgreSQL's not counted)"
     )
     print(
-        f"{'operation':<22} {'server':<8} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'operation':<22} {'server':<9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} "
         f"{'CPU ms':>7}"
     )
     for name, by_server in results.items():
         for server, (rate, p50, p99, cpu, failures) in by_server.items():
             print(
-                f"{name:<22} {server:<8} {rate:>8.1f} {p50:>8.2f} {p99:>8.2f} "
+                f"{name:<22} {server:<9} {rate:>8.1f} {p50:>8.2f} {p99:>8.2f} "
                 f"{cpu:>7.2f}"
             )
             for problem in failures[:2]:
@@ -447,6 +482,13 @@ def report(results: dict[str, dict[str, tuple]], *, workers: int, concurrency: i
             f"{quire[1] / peer[1]:>7.2f}x {quire[2] / peer[2]:>7.2f}x "
             f"{quire[3] / peer[3]:>6.2f}x   (Quire / FastMCP)"
         )
+        if BARE in by_server:
+            floor = by_server[BARE][3]
+            print(
+                f"{name:<22} {'floor':<8} Quire pays {quire[3] - floor:.2f} CPU ms "
+                f"above the bare ASGI app's {floor:.2f} ({quire[3] / floor:.1f}x), "
+                f"FastMCP {peer[3] - floor:.2f} ({peer[3] / floor:.1f}x)"
+            )
 
 
 def _fastmcp_version() -> str:
@@ -476,11 +518,20 @@ def main() -> None:
     if args.only:
         plan = {name: plan[name] for name in args.only}
     servers = [quire_server(args.workers), fastmcp_server(args.workers)]
+    reply_file = ROOT / ".data" / "bench-mcp-overhead" / "tools-list.json"
+    reply_file.parent.mkdir(parents=True, exist_ok=True)
     try:
         for server in servers:
             server.start()
         for server in servers:
             asyncio.run(wait_ready(server, key))
+        if any(name in plan for name in BARE_OPERATIONS):
+            reply_file.write_bytes(
+                asyncio.run(reply_bytes(servers[0], key, plan["tools/list"][0]))
+            )
+            servers.append(bare_server(args.workers, reply_file))
+            servers[-1].start()
+            asyncio.run(wait_ready(servers[-1], key))
         results = asyncio.run(
             compare(
                 servers,

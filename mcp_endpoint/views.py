@@ -9,7 +9,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -118,8 +118,7 @@ class CallLog:
             f" {key}={json.dumps(value)}" for key, value in self.trace.items()
         )
         logger.info(
-            "mcp method=%s tool=%s channel=%s status=%s outcome=%s ms=%.1f "
-            "caller=%s%s",
+            "mcp method=%s tool=%s channel=%s status=%s outcome=%s ms=%.1f caller=%s%s",
             self.method or "-",
             self.tool or "-",
             self.channel,
@@ -155,11 +154,15 @@ def _outcome(response: HttpResponse, outcome: str) -> HttpResponse:
 
 
 async def check_before_body(
-    request: HttpRequest, channel_slug: str
+    request: HttpRequest,
+    channel_slug: str,
+    *,
+    admit: Callable[..., Awaitable[Caller]] | None = None,
 ) -> Caller | HttpResponse:
     """Origin, method, key, channel and rate limit, from the headers alone:
     the admitted caller, or the response that refuses the request. The ASGI handler
-    (project.asgi) calls this before the body is read, the view otherwise."""
+    (project.mcp_asgi) calls this before the body is read, with an `admit` that
+    also manages the request's connection; the view otherwise."""
     origin = request.headers.get("Origin")
     if origin and not auth.origin_allowed(origin):
         return _outcome(
@@ -171,7 +174,7 @@ async def check_before_body(
         return _outcome(response, "method refused")
     admission_started = time.time_ns()
     try:
-        caller = await aadmit(
+        caller = await (admit or aadmit)(
             channel_slug,
             credential_from(request),
             via="mcp",
@@ -270,6 +273,10 @@ async def _serve(
 def _json(reply: protocol.Reply) -> HttpResponse:
     if reply.body is None:
         return HttpResponse(status=202)
+    if reply.encoded is not None:
+        return HttpResponse(
+            reply.encoded, status=reply.status, content_type="application/json"
+        )
     return JsonResponse(reply.body, status=reply.status)
 
 

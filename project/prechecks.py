@@ -48,6 +48,7 @@ from documents.access import AccessDenied, Caller
 from documents.api import auth as api_auth
 from mcp_endpoint import views as mcp_views
 from project.api import access_denied_problem, problem
+from project.mcp_asgi import handle_mcp
 
 ADMISSION_KEY = api_auth.ADMISSION_KEY
 # Where the route a request's path resolved to is kept, so the body limit and
@@ -213,9 +214,29 @@ async def check_before_body(handler: ASGIHandler, scope: dict) -> HttpResponse |
 
 
 class QuireASGIHandler(ASGIHandler):
-    """Django's ASGI handler, with the checks above before the body is read."""
+    """Django's ASGI handler, with the checks above before the body is read;
+    the MCP endpoint's requests take project.mcp_asgi's shorter path."""
+
+    def resolve_request(self, request: HttpRequest) -> ResolverMatch:
+        """The route the checks resolved from the same path, not a second walk
+        of the URL patterns."""
+        match = getattr(request, "scope", {}).get(ROUTE_KEY)
+        if match is None or hasattr(request, "urlconf"):
+            return super().resolve_request(request)
+        request.resolver_match = match
+        return match
 
     async def handle(self, scope, receive, send):
+        match = scope_route(scope)
+        if rule_for(match) is MCP and settings.MCP_ENABLED:
+            return await handle_mcp(
+                self,
+                scope,
+                receive,
+                send,
+                match,
+                body_announced=bool(declared_length(scope)),
+            )
         # Django drops a broken connection when a request starts
         # (request_started); these checks query before that, so after a
         # PostgreSQL restart they would reuse the dead one forever.

@@ -11,7 +11,12 @@
 - audit: the trail of writes and refused authentications.
 """
 
-from documents.access.admission import aadmit, admit, authenticate_key
+from documents.access.admission import (
+    aadmit,
+    aadmit_released,
+    admit,
+    authenticate_key,
+)
 from documents.access.caller import Caller
 from documents.access.keys import KEY_PREFIX, digest_key
 from documents.access.principals import (
@@ -41,6 +46,7 @@ __all__ = [
     "Caller",
     "Scope",
     "aadmit",
+    "aadmit_released",
     "admit",
     "authenticate_key",
     "can_curate",

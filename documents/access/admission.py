@@ -13,7 +13,7 @@ import hmac
 from functools import cache
 
 from asgiref.sync import sync_to_async
-from django.db import connection
+from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from documents.access import audit
@@ -204,6 +204,22 @@ def _admit(
 
 
 aadmit = sync_to_async(admit)
+
+
+def admit_released(channel_slug: str | None, raw_key: str | None, **options) -> Caller:
+    """admit() between two close_old_connections(), as Django brackets a request:
+    a connection PostgreSQL dropped (a restart) is never reused, and the one used
+    goes back to the pool at once. The MCP fast path (project.mcp_asgi) admits
+    with this in its one trip to the request's thread, so a call that needs no
+    other SQL (tools/list) makes no second trip to give its connection back."""
+    close_old_connections()
+    try:
+        return admit(channel_slug, raw_key, **options)
+    finally:
+        close_old_connections()
+
+
+aadmit_released = sync_to_async(admit_released)
 
 
 def authenticate_key(raw_key: str | None, *, via: str, address: str = "") -> ApiKey:

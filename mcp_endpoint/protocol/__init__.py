@@ -17,6 +17,7 @@ from documents.access import Caller
 from documents.limits import TooComplex, parse_json
 from documents.models import Channel
 from documents.telemetry import tracing
+from mcp_endpoint.protocol import answers
 from mcp_endpoint.protocol.eras import (
     LATEST_LEGACY_VERSION,
     META_LOG_LEVEL,
@@ -67,6 +68,8 @@ class Reply:
     outcome: str = "ok"
     # The caller's W3C trace context (params._meta), for the call log.
     trace: dict[str, str] = field(default_factory=dict)
+    # `body` already encoded, when it came from mcp_endpoint.protocol.answers.
+    encoded: bytes | None = None
 
 
 def error_reply(
@@ -188,6 +191,18 @@ async def _answer(
         entry = METHODS.get(method)
         if entry is None or era not in entry[1]:
             raise JsonRpcError(METHOD_NOT_FOUND, "Method not found", method)
+        key = answers.answer_key(
+            method,
+            channel=channel,
+            caller=call["caller"],
+            era=era,
+            version=version,
+            params=params,
+            client_capabilities=client_capabilities,
+        )
+        kept = answers.cached(key) if key is not None else None
+        if kept is not None:
+            return _cached_reply(request_id, method, kept)
         result = await entry[0](params, ctx)
     except JsonRpcError as error:
         status = _status(era, error)
@@ -207,6 +222,8 @@ async def _answer(
 
     if era == "modern":
         _add_modern_envelope(result, method, channel)
+    if key is not None:
+        return _cached_reply(request_id, method, answers.keep(key, result))
     outcome = "tool_error" if result.get("isError") else "ok"
     return Reply(
         200,
@@ -214,6 +231,16 @@ async def _answer(
         method=method,
         tool=str(tool_name),
         outcome=outcome,
+    )
+
+
+def _cached_reply(request_id: Any, method: str, kept: tuple[dict, bytes]) -> Reply:
+    result, encoded = kept
+    return Reply(
+        200,
+        {"jsonrpc": "2.0", "id": request_id, "result": result},
+        method=method,
+        encoded=answers.message_bytes(request_id, encoded),
     )
 
 

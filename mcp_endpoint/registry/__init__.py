@@ -79,6 +79,10 @@ class Registry:
         self._entries: list[_Entry] = []
         self._definitions: dict[tuple, dict[str, dict]] = {}
         self._tool_names: frozenset[str] = frozenset()
+        # Bumped whenever what a channel serves may have changed (an item
+        # registered or withdrawn, a setting changed): caches of answers built
+        # from the registry (mcp_endpoint.protocol.answers) key on it.
+        self.generation = 0
 
     def register(self, item: Any, *, channel_slugs: Iterable[str] | None = None):
         """Serve `item` (an instance) in every channel, or only in `channel_slugs`.
@@ -109,6 +113,7 @@ class Registry:
 
     def clear_definitions(self, **kwargs: Any) -> None:
         self._definitions = {}
+        self.generation += 1
 
     def cached_tool_definitions(
         self, channel: Channel, *, build: bool = False

@@ -198,7 +198,7 @@ def test_a_database_outage_during_the_checks_is_a_json_rpc_error(keys, monkeypat
     """When the database fails during the checks, the client gets the MCP
     view's retryable JSON-RPC error, not a bare 500."""
 
-    async def unavailable(request, slug):
+    async def unavailable(request, slug, **options):
         raise OperationalError("the connection is closed")
 
     monkeypatch.setattr(views, "check_before_body", unavailable)

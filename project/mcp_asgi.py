@@ -1,0 +1,138 @@
+"""The MCP endpoint's path through Django's ASGI handler, without what it doesn't use.
+
+Django's `ASGIHandler.handle` spools every body into a temporary file, sends
+`request_started` and `request_finished` through `sync_to_async` (a trip to the
+request's thread each), and closes the response in a thread as well; the
+pre-body checks (project.prechecks) built a request object of their own and made
+a further trip to drop stale connections. For an MCP call those trips were most
+of what a `tools/list` cost. Here a request to the MCP view gets:
+
+- one request object, checked (Host, then mcp_endpoint.views.check_before_body:
+  Origin, method, key, channel, rate limit, audit of refusals) before a body it
+  announces is read, and refused with `Connection: close` as before (a request
+  announcing none is checked by the view, once what came is read);
+- one trip to the request's thread for the admission, which drops a stale
+  connection first and gives the connection back to the pool after
+  (documents.access.admit_released), as the two signals would;
+- the body read into memory (project.body_limit has already bounded it by
+  MCP_MAX_BODY_BYTES), then Django's middleware chain and the view, raced
+  against the client's disconnect as Django does;
+- after the response, a second trip only when the view's own sync code ran on
+  the request's thread (its connection goes back to the pool there).
+
+Every other path, and MCP with MCP_ENABLED off, takes Django's handler unchanged.
+"""
+
+import asyncio
+import io
+
+from asgiref.sync import sync_to_async
+from django.core.exceptions import RequestAborted, SuspiciousOperation
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
+from django.core.handlers.exception import response_for_exception
+from django.db import InterfaceError, OperationalError, close_old_connections
+from django.http import HttpResponse
+from django.urls import ResolverMatch, set_script_prefix, set_urlconf
+
+from documents.access import Caller, aadmit_released
+from mcp_endpoint import views as mcp_views
+from project.request_threads import REQUEST_THREAD_KEY
+
+ADMISSION_KEY = mcp_views.ADMISSION_KEY
+
+
+class _Processed(Exception):
+    pass
+
+
+async def _read_body(receive) -> bytes | None:
+    """The whole body, or None when the client went away first."""
+    parts: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        parts.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+async def _refuse(handler: ASGIHandler, response: HttpResponse, send) -> None:
+    response["Connection"] = "close"
+    await handler.send_response(response, send)
+
+
+async def handle_mcp(
+    handler: ASGIHandler,
+    scope: dict,
+    receive,
+    send,
+    match: ResolverMatch,
+    *,
+    body_announced: bool,
+) -> None:
+    """Serve one request to the MCP view (see the module docstring);
+    `body_announced`: its headers declare a body (Content-Length or chunked)."""
+    set_script_prefix(get_script_prefix(scope))
+    request, error = handler.create_request(scope, io.BytesIO())
+    if request is None:
+        await _refuse(handler, error, send)
+        return
+    thread = scope.get(REQUEST_THREAD_KEY)
+    try:
+        request.get_host()
+    except SuspiciousOperation as exc:  # DisallowedHost: 400, as Django answers
+        await _refuse(handler, response_for_exception(request, exc), send)
+        return
+    outcome = None
+    if body_announced:  # none announced: the view checks it, as before
+        try:
+            outcome = await mcp_views.check_before_body(
+                request, match.kwargs["channel_slug"], admit=aadmit_released
+            )
+        except (OperationalError, InterfaceError):
+            # An outage: the view answers it (a retryable error in its protocol).
+            outcome = None
+    if isinstance(outcome, HttpResponse):
+        await _refuse(handler, outcome, send)
+        return
+    if isinstance(outcome, Caller):
+        scope[ADMISSION_KEY] = outcome
+    calls_admitted = thread.calls if thread is not None else 0
+    body = await _read_body(receive)
+    if body is None:
+        return
+    request._body = body
+    request._stream = io.BytesIO(body)
+    response = None
+    try:
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(handler.listen_for_disconnect(receive))
+                response = await handler.run_get_response(request)
+                await handler.send_response(response, send)
+                raise _Processed
+        except* (_Processed, RequestAborted):
+            pass
+    except BaseExceptionGroup as group_error:
+        if len(group_error.exceptions) == 1:
+            raise group_error.exceptions[0] from None
+        raise
+    finally:
+        if response is not None:
+            _close_resources(response)
+        set_urlconf(None)
+        if thread is None or thread.calls > calls_admitted:
+            await sync_to_async(close_old_connections)()
+
+
+def _close_resources(response: HttpResponse) -> None:
+    """What `response.close()` does but the `request_finished` signal: the
+    connection is given back above, in the thread that holds it."""
+    for closer in response._resource_closers:
+        try:
+            closer()
+        except Exception:  # noqa: BLE001, S110 - as HttpResponseBase.close
+            pass
+    response._resource_closers.clear()
+    response.closed = True
