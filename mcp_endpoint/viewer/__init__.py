@@ -93,6 +93,8 @@ def page_view(
         )
     document = page.document
     image = _image_data(page.page.image)
+    text = page.page.text or ""
+    start, end = page.span or (0, 0)
     return {
         "document_id": document.pk,
         "title": str(document),
@@ -104,7 +106,11 @@ def page_view(
         "marks": [
             {key: float(value) for key, value in mark.items()} for mark in page.marks
         ],
-        "text": {"before": page.before, "quoted": page.quoted, "after": page.after},
+        "text": {
+            "before": text[:start],
+            "quoted": text[start:end],
+            "after": text[end:],
+        },
         "quote": page.quote,
         "original_url": citation_link(ctx, document, page.page.number),
     }
