@@ -292,6 +292,14 @@ UNPACKED_MIN_BUDGET_BYTES = env_int(
 )
 UNPACKED_MAX_BYTES = env_int("UNPACKED_MAX_BYTES", 1024 * 1024 * 1024, minimum=1)
 
+# Search (documents.search.legs). A vector search over at most this many chunks
+# (a filter's documents' chunk counts, or the whole channel) ranks them all
+# exactly; a larger one walks the HNSW index with iterative scans. Calibrated
+# with benchmarks/scale.py --calibrate (docs/scaling.md); 0 always walks.
+SEARCH_EXACT_SCAN_MAX_CHUNKS = env_int(
+    "SEARCH_EXACT_SCAN_MAX_CHUNKS", 20_000, minimum=0
+)
+
 # Embeddings: the offline ONNX MiniLM by default, or an OpenAI-compatible endpoint.
 EMBEDDING_BACKEND = env_choice(
     "EMBEDDING_BACKEND", "onnx-minilm", ["onnx-minilm", "openai"]
