@@ -252,8 +252,15 @@ def plan_vector_leg(scope: Scope, candidates: int) -> VectorPlan:
     (measured with benchmarks/scale.py --calibrate, docs/scaling.md)."""
     if scope.size <= settings.SEARCH_EXACT_SCAN_MAX_CHUNKS:
         return VectorPlan(exact=True)
-    share = scope.size / max(scope.channel_size, scope.size)
-    expected = candidates / share
+    return walk_plan(scope, candidates)
+
+
+def walk_plan(scope: Scope, candidates: int) -> VectorPlan:
+    """An iterative HNSW scan of `scope` that may visit SCAN_TUPLES_MARGIN times
+    the rows expected before `candidates` pass its filter (candidates divided
+    by the share of the channel in scope)."""
+    share = scope.size / max(scope.channel_size, scope.size, 1)
+    expected = candidates / max(share, 1e-9)
     tuples = int(expected * SCAN_TUPLES_MARGIN)
     return VectorPlan(
         exact=False,
