@@ -154,6 +154,8 @@ def main() -> None:
     }
     scores = {(way, leg): ([], []) for way in ways for leg in ("vector", "hybrid")}
     overlaps = {"exact": [], "HNSW": []}
+    # The walk's own recall on real embeddings: HNSW top 100 shared with exact.
+    walk_recall = {"vector": [], "halfvec": []}
     scope = Scope(channel, Document.objects.for_channel(channel).ready(), False)
     for qid in judged:
         keyword = [chunk_id for chunk_id, _ in keyword_leg(scope, queries[qid], 100)]
@@ -172,6 +174,10 @@ def main() -> None:
                 ndcg, recall = scores[(way, leg)]
                 ndcg.append(scifact.ndcg_at(documents, qrels[qid], 10))
                 recall.append(scifact.recall_at(documents, qrels[qid], 100))
+        for form in walk_recall:
+            exact = set(rankings[f"exact {form}"])
+            walk = rankings[f"HNSW {form}"]
+            walk_recall[form].append(len(exact & set(walk)) / max(1, len(exact)))
         for kind in overlaps:
             full, half = rankings[f"{kind} vector"], rankings[f"{kind} halfvec"]
             overlaps[kind].append(len(set(full) & set(half)) / max(1, len(full)))
@@ -185,6 +191,11 @@ def main() -> None:
         print(
             f"{kind}: halfvec top {CANDIDATES} chunks shared with the full vectors' "
             f"mean {statistics.mean(values):.4f} min {min(values):.2f}"
+        )
+    for form, values in walk_recall.items():
+        print(
+            f"HNSW {form} (ef_search {EF_SEARCH}) recall@{CANDIDATES} against exact "
+            f"{form}: mean {statistics.mean(values):.4f} min {min(values):.2f}"
         )
     sizes(dimensions)
     if not args.keep_index:
