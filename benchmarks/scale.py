@@ -17,7 +17,7 @@ leg), and whether every filtered search returned the number of results asked
 for. Rows are kept for reruns.
 
 --calibrate times the vector leg's two plans over filters keeping from 2,000
-to 100,000 chunks (what SEARCH_EXACT_SCAN_MAX_CHUNKS is set from); --sizes
+to 100,000 chunks (what SEARCH_EXACT_ROWS_PER_VISIT is set from); --sizes
 prints the table, index and per-column sizes (docs/scaling.md).
 """
 
@@ -435,8 +435,8 @@ def _recall_at(channel, scope, metadata_filter, query, found, mode, check) -> fl
             scope, embedder.embed_query(query), embedder.model_name, check
         )
     else:
-        threshold = settings.SEARCH_EXACT_SCAN_MAX_CHUNKS
-        settings.SEARCH_EXACT_SCAN_MAX_CHUNKS = 10**12
+        threshold = settings.SEARCH_EXACT_ROWS_PER_VISIT
+        settings.SEARCH_EXACT_ROWS_PER_VISIT = 10.0**12
         try:
             expected = [
                 r.chunk_id
@@ -445,7 +445,7 @@ def _recall_at(channel, scope, metadata_filter, query, found, mode, check) -> fl
                 )
             ]
         finally:
-            settings.SEARCH_EXACT_SCAN_MAX_CHUNKS = threshold
+            settings.SEARCH_EXACT_ROWS_PER_VISIT = threshold
     return recall([r.chunk_id for r in found], expected)
 
 
@@ -489,7 +489,8 @@ def calibrate(channel, rng, count: int) -> None:
                     recalls.append(recall([c for c, _ in ranked[:50]], exact))
         print(
             f"calibrate {scope.size} chunks in scope "
-            f"({100 * scope.size / scope.channel_size:.1f}%): exact p50 "
+            f"({100 * scope.size / scope.channel_size:.1f}%, the walk expects "
+            f"{candidates * scope.channel_size / scope.size:.0f} visits): exact p50 "
             f"{percentile(times['exact'], 0.5) * 1000:.1f} ms p95 "
             f"{percentile(times['exact'], 0.95) * 1000:.1f} ms; walk "
             f"(max_scan_tuples {walk.max_scan_tuples}) p50 "

@@ -242,15 +242,21 @@ class VectorPlan:
 
 
 def plan_vector_leg(scope: Scope, candidates: int) -> VectorPlan:
-    """Exact when the scope holds at most settings.SEARCH_EXACT_SCAN_MAX_CHUNKS
-    chunks (Scope.size: the filter's documents' chunk counts, known before the
-    leg runs); otherwise an iterative HNSW scan whose max_scan_tuples grows with
-    how few rows pass the filter, so that it finds `candidates` of them.
+    """Exact when ranking every chunk in scope costs less than the HNSW walk,
+    otherwise an iterative HNSW scan (walk_plan).
 
-    Below the threshold, sorting every chunk in scope is as fast as the walk and
-    complete; above it, the walk stays flat while the sort grows with the scope
-    (measured with benchmarks/scale.py --calibrate, docs/scaling.md)."""
-    if scope.size <= settings.SEARCH_EXACT_SCAN_MAX_CHUNKS:
+    Scope.size (the filter's documents' chunk counts, known before the leg
+    runs) prices the exact ranking; the walk visits about candidates / share
+    rows before `candidates` pass the filter, each worth
+    settings.SEARCH_EXACT_ROWS_PER_VISIT rows ranked exactly. So a scope is
+    ranked exactly while size² <= rows_per_visit x candidates x channel size:
+    the threshold grows with the square root of the channel (about 31,600
+    chunks at 1M for 100 candidates and the default 10), and a narrow filter, where the walk
+    would pass over hundreds of rows for each one it keeps and still miss
+    some, is complete and faster sorted (benchmarks/scale.py --calibrate)."""
+    rows_per_visit = settings.SEARCH_EXACT_ROWS_PER_VISIT
+    channel_size = max(scope.channel_size, scope.size)
+    if scope.size * scope.size <= rows_per_visit * candidates * channel_size:
         return VectorPlan(exact=True)
     return walk_plan(scope, candidates)
 

@@ -20,8 +20,9 @@ TEAM = [{"name": "team", "type": "string", "filterable": True}]
 @pytest.fixture
 def teams(make_channel, fake_embedder, settings):
     """200 documents of two chunks: 10 "rare" (20 chunks), 50 "quarter"
-    (100 chunks), the rest "common"; the exact scan stops at 50 chunks."""
-    settings.SEARCH_EXACT_SCAN_MAX_CHUNKS = 50
+    (100 chunks), the rest "common". With 60 candidates and a visit worth 0.1
+    exact rows, scopes up to sqrt(0.1 x 60 x 400) = 48 chunks are exact."""
+    settings.SEARCH_EXACT_ROWS_PER_VISIT = 0.1
     channel = make_channel(
         slug="teams",
         fields=TEAM,
@@ -84,9 +85,9 @@ def _strategies(caplog) -> list[str]:
 
 
 def test_a_narrow_filter_returns_the_exact_nearest_chunks(teams, fake_embedder, caplog):
-    """A filter keeping fewer chunks than SEARCH_EXACT_SCAN_MAX_CHUNKS ranks
-    them exactly: the k nearest by cosine, as a full sort finds them, even
-    when PostgreSQL is pushed onto the HNSW index."""
+    """A filter keeping few enough chunks ranks them exactly: the k nearest
+    by cosine, as a full sort finds them, even when PostgreSQL is pushed onto
+    the HNSW index."""
     _prefer_indexes()
     caplog.set_level(logging.DEBUG, logger="documents.search.service")
     results = retrieve_chunks(
@@ -144,11 +145,12 @@ def test_the_exact_plan_cannot_use_the_hnsw_index_and_the_walk_does(
 
 def test_an_unfiltered_search_is_planned_by_the_channel_size(teams, caplog, settings):
     """Without a filter the scope is the whole channel (400 chunks): walked
-    above the threshold, ranked exactly within it."""
+    while a visit is worth 0.1 exact rows, ranked exactly at 10 (400² is
+    within 10 x 60 x 400)."""
     caplog.set_level(logging.DEBUG, logger="documents.search.service")
     assert _scope(teams, None).size == 400
     retrieve_chunks(teams, "policy")
-    settings.SEARCH_EXACT_SCAN_MAX_CHUNKS = 400
+    settings.SEARCH_EXACT_ROWS_PER_VISIT = 10
     retrieve_chunks(teams, "policy")
     assert _strategies(caplog) == [VectorStrategy.HNSW, VectorStrategy.EXACT]
 
@@ -162,18 +164,19 @@ def test_the_walk_may_visit_more_rows_the_fewer_pass_the_filter(wiki_sizes):
     assert plans[channel_size // 10_000].max_scan_tuples == legs.MAX_SCAN_TUPLES
 
 
-def test_the_threshold_is_inclusive(wiki_sizes, settings):
-    """A scope of exactly SEARCH_EXACT_SCAN_MAX_CHUNKS chunks is ranked exactly,
-    one more is walked; 0 walks every scope."""
-    _, plans = wiki_sizes
-    settings.SEARCH_EXACT_SCAN_MAX_CHUNKS = 20_000
+def test_the_exact_threshold_grows_with_the_square_root_of_the_channel(settings):
+    """With a visit worth 5 exact rows and 100 candidates, a 1M-chunk channel
+    ranks scopes of up to sqrt(5 x 100 x 1M) = 22,360 chunks exactly, a 100M
+    one up to 223,606; 0 walks every scope."""
+    settings.SEARCH_EXACT_ROWS_PER_VISIT = 5
     scope = legs.Scope(None, Document.objects.none(), restricted=True)
-    scope.channel_size = 1_000_000
-    scope.size = 20_000
-    assert plan_vector_leg(scope, 100) == VectorPlan(exact=True)
-    scope.size = 20_001
-    assert not plan_vector_leg(scope, 100).exact
-    settings.SEARCH_EXACT_SCAN_MAX_CHUNKS = 0
+    for channel_size, largest in ((1_000_000, 22_360), (100_000_000, 223_606)):
+        scope.channel_size = channel_size
+        scope.size = largest
+        assert plan_vector_leg(scope, 100) == VectorPlan(exact=True)
+        scope.size = largest + 1
+        assert not plan_vector_leg(scope, 100).exact
+    settings.SEARCH_EXACT_ROWS_PER_VISIT = 0
     scope.size = 1
     assert not plan_vector_leg(scope, 100).exact
 
@@ -181,7 +184,7 @@ def test_the_threshold_is_inclusive(wiki_sizes, settings):
 @pytest.fixture
 def wiki_sizes(db, settings):
     """Plans for 100 candidates at scopes of 1M chunks down to 100 of them."""
-    settings.SEARCH_EXACT_SCAN_MAX_CHUNKS = 0
+    settings.SEARCH_EXACT_ROWS_PER_VISIT = 0
     channel_size = 1_000_000
     plans = {}
     for size in (channel_size, channel_size // 100, channel_size // 10_000):

@@ -184,7 +184,7 @@ def test_vector_leg_is_not_short_under_a_selective_filter(
 ):
     """With a filter matching few chunks, the vector leg still returns as many
     results as asked, where a plain HNSW scan (ef_search 40) comes back short."""
-    settings.SEARCH_EXACT_SCAN_MAX_CHUNKS = 10
+    settings.SEARCH_EXACT_ROWS_PER_VISIT = 0
     channel = make_channel(
         slug="big",
         fields=[{"name": "team", "type": "string", "filterable": True}],
@@ -223,7 +223,7 @@ def test_vector_leg_is_not_short_under_a_selective_filter(
 
 
 def test_vector_leg_uses_exact_scan_for_small_filtered_sets(wiki, fake_embedder):
-    """Filtered sets within SEARCH_EXACT_SCAN_MAX_CHUNKS are ranked exactly."""
+    """Small filtered sets are ranked exactly."""
     wiki.retriever_mode = "vector"
     results = retrieve_chunks(wiki, "badge", metadata_filter={"team": ["hr", "it"]})
     assert len(results) == 3
