@@ -251,9 +251,9 @@ def plan_vector_leg(scope: Scope, candidates: int) -> VectorPlan:
     settings.SEARCH_EXACT_ROWS_PER_VISIT rows ranked exactly. So a scope is
     ranked exactly while size² <= rows_per_visit x candidates x channel size:
     the threshold grows with the square root of the channel (about 31,600
-    chunks at 1M for 100 candidates and the default 10), and a narrow filter, where the walk
-    would pass over hundreds of rows for each one it keeps and still miss
-    some, is complete and faster sorted (benchmarks/scale.py --calibrate)."""
+    chunks at 1M for 100 candidates and the default 10), and a narrow filter,
+    where the walk would pass over hundreds of rows for each one it keeps and
+    still miss some, is complete and faster sorted (benchmarks/scale.py --calibrate)."""
     rows_per_visit = settings.SEARCH_EXACT_ROWS_PER_VISIT
     channel_size = max(scope.channel_size, scope.size)
     if scope.size * scope.size <= rows_per_visit * candidates * channel_size:
