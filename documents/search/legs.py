@@ -31,8 +31,8 @@ NOT_READY = [status for status in Document.Status.values if status != "ready"]
 # past before `candidates` of them pass the filter (the share kept is estimated
 # from chunk counts, and matching rows cluster unevenly in the graph).
 SCAN_TUPLES_MARGIN = 4
-# pgvector's own default for hnsw.max_scan_tuples, and the most any scan may
-# visit: past it an exact ranking of the scope costs less than the walk.
+# Bounds of hnsw.max_scan_tuples: at least pgvector's own default, and at most
+# what an exact ranking of any scope that reaches it would cost.
 MIN_SCAN_TUPLES = 20_000
 MAX_SCAN_TUPLES = 500_000
 # A filter keeping under 1/SELECTIVE_SHARE of the channel's chunks is searched
