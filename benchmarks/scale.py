@@ -1,6 +1,7 @@
 """Retrieval latency with at least 1,000,000 chunks (synthetic rows).
 
-    .venv/bin/python benchmarks/scale.py [--chunks 1000000]
+    .venv/bin/python benchmarks/scale.py [--chunks 1000000] [--queries 100]
+        [--modes keyword,vector,hybrid] [--calibrate] [--sizes]
 
 Grows the chunk table of the benchmark database (QUIRE_DATABASE_NAME, default
 quire_scale) to at least --chunks rows with a synthetic channel: documents with a
@@ -8,9 +9,16 @@ Zipf-distributed vocabulary, clustered unit vectors and metadata, bulk-loaded wi
 COPY on Django's connection, keyword statistics filled like ingestion fills them.
 Then it times documents.search.service.retrieve_chunks per mode, with and without
 embedding the query (4 words of a chunk, none of them in more than 5% of
-chunks), without a filter, with a selective filter (exact scan path)
-and a moderately selective one (iterative HNSW path), and checks that filtered
-searches still return the number of results asked for. Rows are kept for reruns.
+chunks), without a filter and with filters keeping 0.5%, 5% and about 50% of
+the documents; prints the vector leg's plan for each (documents.search.legs:
+exact ranking or iterative HNSW scan), recall@50 against exact search (the
+vector leg's top 50, and the hybrid top 50 against hybrid with an exact vector
+leg), and whether every filtered search returned the number of results asked
+for. Rows are kept for reruns.
+
+--calibrate times the vector leg's two plans over filters keeping from 2,000
+to 100,000 chunks (what SEARCH_EXACT_ROWS_PER_VISIT is set from); --sizes
+prints the table, index and per-column sizes (docs/scaling.md).
 """
 
 import argparse
@@ -30,9 +38,12 @@ import django  # noqa: E402
 django.setup()
 
 import numpy as np  # noqa: E402
+from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
+from django.db.models import F  # noqa: E402
 
+from documents.filters import compile_filter  # noqa: E402
 from documents.ingestion import embeddings  # noqa: E402
 from documents.models import (  # noqa: E402
     Channel,
@@ -42,7 +53,7 @@ from documents.models import (  # noqa: E402
     Page,
     TermStatistic,
 )
-from documents.search import terms  # noqa: E402
+from documents.search import legs, terms  # noqa: E402
 from documents.search.service import retrieve_chunks  # noqa: E402
 
 SLUG = "scale-synthetic"
@@ -234,18 +245,20 @@ def grow(target: int, rng: np.random.Generator) -> Channel:
     return channel
 
 
+REBUILT_INDEXES = ("chunk_search_vector_gin", "chunk_embedding_hnsw")
+
+
 def _drop_chunk_indexes(cursor) -> list[str]:
     """Drop the GIN and HNSW indexes (rebuilt once after loading, which is far
-    faster than maintaining them row by row); their definitions."""
-    cursor.execute(
-        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s "
-        "AND indexname IN ('chunk_search_vector_gin', 'chunk_embedding_hnsw')",
-        [Chunk._meta.db_table],
-    )
-    found = cursor.fetchall()
-    for name, _ in found:
-        cursor.execute(f'DROP INDEX "{name}"')
-    return [definition for _, definition in found]
+    faster than maintaining them row by row); the SQL that makes them again,
+    from the model, so a load that was interrupted still gets them back."""
+    for name in REBUILT_INDEXES:
+        cursor.execute(f'DROP INDEX IF EXISTS "{name}"')
+    with connection.schema_editor(collect_sql=True) as editor:
+        for index in Chunk._meta.indexes:
+            if index.name in REBUILT_INDEXES:
+                editor.add_index(Chunk, index)
+    return list(editor.collected_sql)
 
 
 def _add_statistics(channel, chunks: int, lengths: int, frequencies: Counter) -> None:
@@ -285,11 +298,25 @@ class FixedEmbedder:
         return self._vectors[text]
 
 
-def sample_queries(channel, rng, count: int, category_value: str | None):
-    documents = Document.objects.for_channel(channel)
-    if category_value:
-        documents = documents.filter(metadata__category=category_value)
-    ids = list(documents.values_list("id", flat=True))
+def filtered_documents(channel, metadata_filter: dict | None):
+    """The ready documents a search with `metadata_filter` covers."""
+    documents = Document.objects.for_channel(channel).ready()
+    return documents.filter(compile_filter(channel, metadata_filter))
+
+
+def scope_of(channel, metadata_filter: dict | None) -> legs.Scope:
+    """The scope retrieve_chunks builds for `metadata_filter`."""
+    return legs.Scope(
+        channel,
+        filtered_documents(channel, metadata_filter),
+        restricted=bool(metadata_filter),
+    )
+
+
+def sample_queries(channel, rng, count: int, metadata_filter: dict | None):
+    ids = list(
+        filtered_documents(channel, metadata_filter).values_list("id", flat=True)
+    )
     # The synthetic head words are in most chunks, like the stop words the english
     # configuration drops from real text: queries don't use them.
     total = Chunk.objects.for_channel(channel).count()
@@ -321,14 +348,39 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
-def measure(channel, queries, metadata_filter, label: str, check: int) -> None:
+def exact_vector_ranking(scope, vector: list[float], model_name: str, k: int):
+    """The k nearest chunks in scope by a full sort (what recall is measured
+    against)."""
+    plan = legs.VectorPlan(exact=True)
+    return [
+        chunk_id for chunk_id, _ in legs._nearest(scope, vector, model_name, k, plan)
+    ]
+
+
+def recall(found: list[int], expected: list[int]) -> float:
+    return len(set(found) & set(expected)) / max(1, len(expected))
+
+
+def measure(channel, queries, metadata_filter, label: str, check: int, modes) -> None:
     real = embeddings.get_embedder()
     real.embed_query("warm up")
     original = embeddings.get_embedder
     fixed = FixedEmbedder(real.model_name, queries)
-    for mode in ("keyword", "vector", "hybrid"):
+    scope = scope_of(channel, metadata_filter)
+    plan = legs.plan_vector_leg(scope, channel.retriever_candidates)
+    how = (
+        "exact ranking"
+        if plan.exact
+        else f"iterative HNSW, max_scan_tuples {plan.max_scan_tuples}"
+    )
+    print(
+        f"{label}: {scope.size} of {scope.channel_size} chunks in scope "
+        f"({100 * scope.size / max(1, scope.channel_size):.1f}%); vector leg: {how}",
+        flush=True,
+    )
+    for mode in modes:
         channel.retriever_mode = mode
-        without, with_embedding, short = [], [], 0
+        without, with_embedding, short, recalls = [], [], 0, []
         for query in queries:
             embeddings.get_embedder = lambda: fixed
             try:
@@ -337,11 +389,16 @@ def measure(channel, queries, metadata_filter, label: str, check: int) -> None:
                 started = time.perf_counter()
                 retrieve_chunks(channel, query, metadata_filter=metadata_filter)
                 without.append(time.perf_counter() - started)
-                if metadata_filter and mode != "keyword":
+                if mode != "keyword":
                     found = retrieve_chunks(
                         channel, query, metadata_filter=metadata_filter, limit=check
                     )
                     short += len(found) < check
+                    recalls.append(
+                        _recall_at(
+                            channel, scope, metadata_filter, query, found, mode, check
+                        )
+                    )
             finally:
                 embeddings.get_embedder = original
             started = time.perf_counter()
@@ -358,16 +415,142 @@ def measure(channel, queries, metadata_filter, label: str, check: int) -> None:
             f"{percentile(with_embedding, 0.5) * 1000:.1f} ms p95 "
             f"{percentile(with_embedding, 0.95) * 1000:.1f} ms"
         )
-        if metadata_filter and mode != "keyword":
-            line += f"; {len(queries) - short}/{len(queries)} returned {check} results"
+        if mode != "keyword":
+            line += (
+                f"; recall@{check} vs exact mean {np.mean(recalls):.3f} "
+                f"min {min(recalls):.2f}"
+                f"; {len(queries) - short}/{len(queries)} returned {check} results"
+            )
         print(line, flush=True)
     channel.retriever_mode = "hybrid"
+
+
+def _recall_at(channel, scope, metadata_filter, query, found, mode, check) -> float:
+    """recall@check of a search's results against the same search with an
+    exact vector leg: for the vector mode the exact nearest chunks in scope,
+    for hybrid the fusion of the same keyword leg with the exact ranking."""
+    if mode == "vector":
+        embedder = embeddings.get_embedder()
+        expected = exact_vector_ranking(
+            scope, embedder.embed_query(query), embedder.model_name, check
+        )
+    else:
+        threshold = settings.SEARCH_EXACT_ROWS_PER_VISIT
+        settings.SEARCH_EXACT_ROWS_PER_VISIT = 10.0**12
+        try:
+            expected = [
+                r.chunk_id
+                for r in retrieve_chunks(
+                    channel, query, metadata_filter=metadata_filter, limit=check
+                )
+            ]
+        finally:
+            settings.SEARCH_EXACT_ROWS_PER_VISIT = threshold
+    return recall([r.chunk_id for r in found], expected)
+
+
+WIDTHS = [
+    ("no filter", None),
+    ("filter 0.5% of documents", {"category": RARE}),
+    ("filter 5% of documents", {"category": COMMON}),
+    # Years are uniform over 1990-2024: 2008 onwards is 17 of 35.
+    ("filter ~50% of documents", {"year": {"min": 2008}}),
+]
+
+
+def calibrate(channel, rng, count: int) -> None:
+    """Median time of each vector-leg plan over filters keeping a range of
+    chunk counts (documents whose id is a multiple of a step), and the walk's
+    recall@50 against the exact ranking."""
+    model = embeddings.get_embedder().model_name
+    candidates = channel.retriever_candidates
+    queries = list(sample_queries(channel, rng, count, None).values())
+    everything = Document.objects.for_channel(channel).ready()
+    channel_size = sum(everything.values_list("chunk_count", flat=True))
+    for wanted in (2_000, 5_000, 10_000, 20_000, 50_000, 100_000):
+        if wanted * 2 > channel_size:
+            break
+        step = max(1, round(channel_size / wanted))
+        documents = everything.alias(step=F("id") % step).filter(step=0)
+        scope = legs.Scope(channel, documents, restricted=True)
+        walk = legs.walk_plan(scope, candidates)
+        times = {"exact": [], "walk": []}
+        recalls, short = [], 0
+        for vector in queries:
+            for name, plan in (("exact", legs.VectorPlan(exact=True)), ("walk", walk)):
+                legs._nearest(scope, vector, model, candidates, plan)
+                started = time.perf_counter()
+                ranked = legs._nearest(scope, vector, model, candidates, plan)
+                times[name].append(time.perf_counter() - started)
+                if name == "exact":
+                    exact = [chunk_id for chunk_id, _ in ranked[:50]]
+                else:
+                    short += len(ranked) < candidates
+                    recalls.append(recall([c for c, _ in ranked[:50]], exact))
+        print(
+            f"calibrate {scope.size} chunks in scope "
+            f"({100 * scope.size / scope.channel_size:.1f}%, the walk expects "
+            f"{candidates * scope.channel_size / scope.size:.0f} visits): exact p50 "
+            f"{percentile(times['exact'], 0.5) * 1000:.1f} ms p95 "
+            f"{percentile(times['exact'], 0.95) * 1000:.1f} ms; walk "
+            f"(max_scan_tuples {walk.max_scan_tuples}) p50 "
+            f"{percentile(times['walk'], 0.5) * 1000:.1f} ms p95 "
+            f"{percentile(times['walk'], 0.95) * 1000:.1f} ms, recall@50 "
+            f"{np.mean(recalls):.3f}, {short} short",
+            flush=True,
+        )
+
+
+def print_sizes() -> None:
+    """Bytes on disk of the chunk table, its indexes and its columns."""
+    table = Chunk._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*), pg_relation_size('{table}'), "
+            f"pg_total_relation_size('{table}'), pg_indexes_size('{table}'), "
+            f"pg_relation_size(reltoastrelid) FROM {table}, pg_class "
+            f"WHERE pg_class.relname = '{table}' GROUP BY reltoastrelid"
+        )
+        rows, heap, total, indexes, toast = cursor.fetchone()
+        print(
+            f"sizes: {rows} chunks; table {heap / rows:.0f} B/chunk, toast "
+            f"{toast / rows:.0f} B/chunk, indexes {indexes / rows:.0f} B/chunk, "
+            f"total {total / rows:.0f} B/chunk ({total / 2**30:.2f} GiB)",
+            flush=True,
+        )
+        cursor.execute(
+            "SELECT indexrelid::regclass::text, pg_relation_size(indexrelid) "
+            "FROM pg_index WHERE indrelid = %s::regclass ORDER BY 2 DESC",
+            [table],
+        )
+        for name, size in cursor.fetchall():
+            print(f"sizes: index {name} {size / rows:.0f} B/chunk", flush=True)
+        cursor.execute(
+            "SELECT avg(pg_column_size(embedding)), avg(pg_column_size(terms)), "
+            "avg(pg_column_size(search_vector)), avg(pg_column_size(text)), "
+            "avg(octet_length(text)), "
+            "avg(pg_column_size(embedding::halfvec)) "
+            f"FROM {table} TABLESAMPLE SYSTEM (1)"
+        )
+        names = (
+            "embedding",
+            "terms",
+            "search_vector",
+            "text (stored)",
+            "text (raw)",
+            "embedding::halfvec",
+        )
+        for name, size in zip(names, cursor.fetchone(), strict=True):
+            print(f"sizes: column {name} {float(size or 0):.0f} B/chunk", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--modes", default="keyword,vector,hybrid")
+    parser.add_argument("--calibrate", action="store_true")
+    parser.add_argument("--sizes", action="store_true")
     args = parser.parse_args()
     call_command("migrate", verbosity=0, interactive=False)
     rng = np.random.default_rng(SEED)
@@ -375,15 +558,15 @@ def main() -> None:
     total = Chunk.objects.count()
     mine = Chunk.objects.for_channel(channel).count()
     print(f"chunk table: {total} rows ({mine} in the synthetic channel)", flush=True)
-    check = 50
-    runs = [
-        ("no filter", None, None),
-        ("selective filter (0.5% of documents)", {"category": RARE}, RARE),
-        ("filter (5% of documents)", {"category": COMMON}, COMMON),
-    ]
-    for label, metadata_filter, value in runs:
-        queries = sample_queries(channel, rng, args.queries, value)
-        measure(channel, queries, metadata_filter, label, check)
+    if args.sizes:
+        print_sizes()
+    if args.calibrate:
+        calibrate(channel, rng, args.queries)
+        return
+    modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
+    for label, metadata_filter in WIDTHS:
+        queries = sample_queries(channel, rng, args.queries, metadata_filter)
+        measure(channel, queries, metadata_filter, label, 50, modes)
 
 
 if __name__ == "__main__":

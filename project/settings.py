@@ -315,6 +315,13 @@ UNPACKED_MIN_BUDGET_BYTES = env_int(
 )
 UNPACKED_MAX_BYTES = env_int("UNPACKED_MAX_BYTES", 1024 * 1024 * 1024, minimum=1)
 
+# Search (documents.search.legs). How many chunks ranking exactly costs as much
+# as one row an iterative HNSW walk visits: a vector search ranks its scope
+# exactly when that is cheaper than the walk, whose visits grow as a filter
+# narrows (candidates x channel chunks / chunks in scope). Measured with
+# benchmarks/scale.py --calibrate (docs/scaling.md); 0 always walks.
+SEARCH_EXACT_ROWS_PER_VISIT = env_float("SEARCH_EXACT_ROWS_PER_VISIT", 10.0, minimum=0)
+
 # Embeddings: the offline ONNX MiniLM by default, or an OpenAI-compatible endpoint.
 EMBEDDING_BACKEND = env_choice(
     "EMBEDDING_BACKEND", "onnx-minilm", ["onnx-minilm", "openai"]

@@ -7,8 +7,10 @@ than PostgreSQL took to run it. Only a filtered scope's documents go through
 the ORM (documents.filters builds them), compiled once per search.
 """
 
+from dataclasses import dataclass
 from functools import cached_property
 
+from django.conf import settings
 from django.db.models import QuerySet, Sum
 
 from documents.models import (
@@ -25,9 +27,14 @@ CHUNKS = Chunk._meta.db_table
 DOCUMENTS = Document._meta.db_table
 NOT_READY = [status for status in Document.Status.values if status != "ready"]
 
-# At or below this many chunks to search, the vector leg sorts them all exactly;
-# above it, the HNSW index is scanned iteratively until enough rows pass filters.
-EXACT_SCAN_MAX_CHUNKS = 5_000
+# An iterative HNSW scan may visit this many times the rows it expects to walk
+# past before `candidates` of them pass the filter (the share kept is estimated
+# from chunk counts, and matching rows cluster unevenly in the graph).
+SCAN_TUPLES_MARGIN = 4
+# Bounds of hnsw.max_scan_tuples: at least pgvector's own default, and at most
+# what an exact ranking of any scope that reaches it would cost.
+MIN_SCAN_TUPLES = 20_000
+MAX_SCAN_TUPLES = 500_000
 # A filter keeping under 1/SELECTIVE_SHARE of the channel's chunks is searched
 # from its documents (a semi-join), a broader one by an HNSW walk that checks
 # each row against a hashed list of the filter's documents; which way is faster
@@ -216,35 +223,98 @@ def candidate_terms(
     return chosen, "&"
 
 
+class VectorStrategy:
+    """How the vector leg ranked a scope (recorded on its trace span)."""
+
+    EXACT = "exact"
+    HNSW = "hnsw"
+    # The iterative scan reached its max_scan_tuples short: ranked exactly instead.
+    HNSW_THEN_EXACT = "hnsw+exact"
+
+
+@dataclass(frozen=True)
+class VectorPlan:
+    """The vector leg's plan for one scope: an exact ranking of the chunks in
+    scope, or an iterative HNSW scan allowed to visit `max_scan_tuples` rows."""
+
+    exact: bool
+    max_scan_tuples: int = 0
+
+
+def plan_vector_leg(scope: Scope, candidates: int) -> VectorPlan:
+    """Exact when ranking every chunk in scope costs less than the HNSW walk,
+    otherwise an iterative HNSW scan (walk_plan).
+
+    Scope.size (the filter's documents' chunk counts, known before the leg
+    runs) prices the exact ranking; the walk visits about candidates / share
+    rows before `candidates` pass the filter, each worth
+    settings.SEARCH_EXACT_ROWS_PER_VISIT rows ranked exactly. So a scope is
+    ranked exactly while size² <= rows_per_visit x candidates x channel size:
+    the threshold grows with the square root of the channel (about 31,600
+    chunks at 1M for 100 candidates and the default 10), and a narrow filter,
+    where the walk would pass over hundreds of rows for each one it keeps and
+    still miss some, is complete and faster sorted (benchmarks/scale.py --calibrate)."""
+    rows_per_visit = settings.SEARCH_EXACT_ROWS_PER_VISIT
+    channel_size = max(scope.channel_size, scope.size)
+    if scope.size * scope.size <= rows_per_visit * candidates * channel_size:
+        return VectorPlan(exact=True)
+    return walk_plan(scope, candidates)
+
+
+def walk_plan(scope: Scope, candidates: int) -> VectorPlan:
+    """An iterative HNSW scan of `scope` that may visit SCAN_TUPLES_MARGIN times
+    the rows expected before `candidates` pass its filter (candidates divided
+    by the share of the channel in scope)."""
+    share = scope.size / max(scope.channel_size, scope.size, 1)
+    expected = candidates / max(share, 1e-9)
+    tuples = int(expected * SCAN_TUPLES_MARGIN)
+    return VectorPlan(
+        exact=False,
+        max_scan_tuples=min(MAX_SCAN_TUPLES, max(MIN_SCAN_TUPLES, tuples)),
+    )
+
+
 def vector_leg(
     scope: Scope, vector: list[float], model_name: str, candidates: int
-) -> list[tuple[int, float]]:
-    """Cosine ranking; exact over small sets, iterative HNSW scan over large ones."""
-    if scope.size > EXACT_SCAN_MAX_CHUNKS:
-        ranked = _nearest(scope, vector, model_name, candidates, exact=False)
+) -> tuple[str, list[tuple[int, float]]]:
+    """Cosine ranking and the VectorStrategy that produced it: exact over small
+    scopes, an iterative HNSW scan over large ones (plan_vector_leg)."""
+    plan = plan_vector_leg(scope, candidates)
+    if not plan.exact:
+        ranked = _nearest(scope, vector, model_name, candidates, plan)
         # More rows than candidates pass the filters here, so a short answer means
         # the graph walk gave up early: rank exactly instead of returning it.
-        if len(ranked) >= candidates:
-            return ranked
-    return _nearest(scope, vector, model_name, candidates, exact=True)
+        if len(ranked) >= min(candidates, scope.size):
+            return VectorStrategy.HNSW, ranked
+        ranked = _nearest(scope, vector, model_name, candidates, VectorPlan(True))
+        return VectorStrategy.HNSW_THEN_EXACT, ranked
+    return VectorStrategy.EXACT, _nearest(scope, vector, model_name, candidates, plan)
 
 
-def _nearest(
-    scope: Scope, vector: list[float], model_name: str, candidates: int, *, exact: bool
-) -> list[tuple[int, float]]:
-    """Chunks by cosine distance to `vector`. Ordered by the bare distance the
-    HNSW index walks; exact=True orders by an expression the index can't serve,
-    so PostgreSQL ranks every row the scope selects."""
-    if exact:
+def vector_statement(
+    scope: Scope,
+    vector: list[float],
+    model_name: str,
+    candidates: int,
+    plan: VectorPlan,
+) -> tuple[list[str], str, list]:
+    """The vector leg's SET LOCALs, its SELECT and the SELECT's parameters.
+
+    Ordered by the bare distance the HNSW index walks, or (exact) by an
+    expression the index can't serve, so PostgreSQL ranks every row the scope
+    selects, starting from the filter's documents."""
+    if plan.exact:
         where, params = scope.condition
         distance = "c.embedding <=> q.v"
         source = f"{CHUNKS} c, (SELECT %s::vector AS v) q"
         order = "(c.embedding <=> q.v) + 0"
+        hnsw = []
     else:
         where, params = scope.condition if scope.selective else scope.checked_per_row
         distance = "c.embedding <=> %s::vector"
         source = f"{CHUNKS} c"
         order = "distance"
+        hnsw = _hnsw_settings(candidates, plan.max_scan_tuples)
     # float32 values: nine significant digits say each exactly, in half the text.
     literal = "[" + ",".join(f"{value:.9g}" for value in vector) + "]"
     select = (
@@ -252,16 +322,24 @@ def _nearest(
         f"WHERE {where} AND c.embedding IS NOT NULL AND c.embedding_model = %s "
         f"ORDER BY {order} LIMIT %s"
     )
-    settings = [] if exact else _hnsw_settings(candidates)
+    return hnsw, select, [literal, *params, model_name, candidates]
+
+
+def _nearest(
+    scope: Scope,
+    vector: list[float],
+    model_name: str,
+    candidates: int,
+    plan: VectorPlan,
+) -> list[tuple[int, float]]:
+    """Chunks by cosine distance to `vector`, best first, as `plan` ranks them."""
+    hnsw, select, params = vector_statement(scope, vector, model_name, candidates, plan)
     with read_connection().cursor() as cursor:
         # One message: the settings and the scan travel together, and SET LOCAL
         # lasts until the end of the transaction they share (an implicit one in
         # autocommit mode, which a multi-statement message gets).
-        cursor.execute(
-            "".join(f"{setting}; " for setting in settings) + select,
-            [literal, *params, model_name, candidates],
-        )
-        for _ in settings:
+        cursor.execute("".join(f"{setting}; " for setting in hnsw) + select, params)
+        for _ in hnsw:
             cursor.nextset()
         rows = cursor.fetchall()
     # relaxed_order iterative scans may return rows slightly out of order.
@@ -269,18 +347,17 @@ def _nearest(
     return [(chunk_id, 1.0 - distance) for chunk_id, distance in ranked]
 
 
-def _hnsw_settings(candidates: int) -> list[str]:
+def _hnsw_settings(candidates: int, max_scan_tuples: int) -> list[str]:
     """SET LOCAL statements for an iterative HNSW scan that can return
-    `candidates` rows after filtering.
+    `candidates` rows after filtering, visiting at most `max_scan_tuples`.
 
     ef_search = the candidates asked for, at least 100: the iterative scan goes
     on past it when filters drop rows. Twice that cost a third more time on
     SciFact and scored no better (nDCG@10 0.725 vs 0.728); below 100 the scan
     under a 5% filter at 1M chunks took longer (more, smaller rounds)."""
     ef_search = min(1000, max(100, int(candidates)))
-    max_scan_tuples = max(20_000, int(candidates) * 200)
     return [
         f"SET LOCAL hnsw.ef_search = {ef_search}",
         "SET LOCAL hnsw.iterative_scan = relaxed_order",
-        f"SET LOCAL hnsw.max_scan_tuples = {max_scan_tuples}",
+        f"SET LOCAL hnsw.max_scan_tuples = {int(max_scan_tuples)}",
     ]

@@ -1,6 +1,7 @@
 """retrieve_chunks: the channel's retriever (keyword, vector or both, fused)."""
 
 import json
+import logging
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
@@ -19,6 +20,7 @@ from documents.telemetry import tracing
 # the two don't depend on each other, so a hybrid search waits for the longer
 # of them, not their sum. (The ONNX embedder batches what arrives together.)
 _embedding_threads = ThreadPoolExecutor(thread_name_prefix="embed-query")
+logger = logging.getLogger(__name__)
 
 
 @replica_read
@@ -66,10 +68,14 @@ def retrieve_chunks(
             rankings.append(keyword_leg(scope, query, candidates))
     if mode in (Channel.RetrieverMode.VECTOR, Channel.RetrieverMode.HYBRID):
         query_vector = vector.result()
-        with tracing.span("search vector", **{"quire.candidates": candidates}):
-            rankings.append(
-                vector_leg(scope, query_vector, embedder.model_name, candidates)
+        with tracing.span("search vector", **{"quire.candidates": candidates}) as span:
+            strategy, ranking = vector_leg(
+                scope, query_vector, embedder.model_name, candidates
             )
+            if span is not None:
+                span.set_attribute("quire.vector.strategy", strategy)
+            logger.debug("vector leg: %s over ~%d chunks", strategy, scope.size)
+            rankings.append(ranking)
     if len(rankings) == 1:
         ranked = rankings[0][:limit]
     else:

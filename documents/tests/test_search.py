@@ -161,7 +161,7 @@ def test_hybrid_fuses_both_legs_with_rrf(wiki, monkeypatch):
     monkeypatch.setattr(service, "vector_leg", vector)
     results = retrieve_chunks(wiki, "lost laptop badge", limit=10)
     expected = reciprocal_rank_fusion(
-        [[i for i, _ in calls["keyword"]], [i for i, _ in calls["vector"]]],
+        [[i for i, _ in calls["keyword"]], [i for i, _ in calls["vector"][1]]],
         k=wiki.retriever_rrf_k,
     )
     assert [(r.chunk_id, r.score) for r in results] == [
@@ -180,11 +180,11 @@ def _prefer_indexes():
 
 
 def test_vector_leg_is_not_short_under_a_selective_filter(
-    make_channel, fake_embedder, monkeypatch
+    make_channel, fake_embedder, settings
 ):
     """With a filter matching few chunks, the vector leg still returns as many
     results as asked, where a plain HNSW scan (ef_search 40) comes back short."""
-    monkeypatch.setattr(legs, "EXACT_SCAN_MAX_CHUNKS", 10)
+    settings.SEARCH_EXACT_ROWS_PER_VISIT = 0
     channel = make_channel(
         slug="big",
         fields=[{"name": "team", "type": "string", "filterable": True}],
@@ -223,7 +223,7 @@ def test_vector_leg_is_not_short_under_a_selective_filter(
 
 
 def test_vector_leg_uses_exact_scan_for_small_filtered_sets(wiki, fake_embedder):
-    """Filtered sets within EXACT_SCAN_MAX_CHUNKS are ranked exactly."""
+    """Small filtered sets are ranked exactly."""
     wiki.retriever_mode = "vector"
     results = retrieve_chunks(wiki, "badge", metadata_filter={"team": ["hr", "it"]})
     assert len(results) == 3
