@@ -19,7 +19,7 @@ export DJANGO_SECRET_KEY
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-fast format lint check check-migrations check-deploy chromium tesseract nginx node bench bench-scifact bench-scale bench-ingest bench-ocr bench-answers bench-load bench-faults bench-abuse bench-sync
+.PHONY: help install run test test-fast format lint check check-migrations check-deploy chromium tesseract nginx node bench bench-scifact bench-scale bench-ingest bench-ocr bench-answers bench-load bench-faults bench-abuse bench-sync bench-halfvec
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/\1\t\2/' | expand -t 18
@@ -147,3 +147,6 @@ bench-abuse: install ## the trust review's attacks against a live server
 
 bench-sync: install ## syncing a 1,000-object S3 bucket and a folder
 	$(PY) benchmarks/sync.py
+
+bench-halfvec: install ## SciFact quality with vectors as halfvec (DATA=)
+	$(PY) benchmarks/halfvec.py --data $(DATA)
