@@ -197,10 +197,14 @@ def test_show_page_of_a_text_page_marks_the_quote_in_its_text(handbook, handbook
         "quoted": "carried over",
         "after": " until March.",
     }
+    # The page as the citation page renders it: sanitised HTML, the quote marked.
+    assert '<mark class="quire-mark">carried over</mark>' in view["html"]
+    assert "<script" not in view["html"]
     third = client.call_tool_expecting_success(
         "show_page", {"document_id": holiday, "page_number": 3}
     )["structuredContent"]
     assert third["text"]["quoted"] == "" and third["marks"] == []
+    assert "<mark" not in third["html"]
 
 
 def test_get_pages_tells_apps_clients_which_pages_it_returned(handbook, handbook_key):

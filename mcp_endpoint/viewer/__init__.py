@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from documents.limits import MAX_PAGE, DocumentId
 from documents.models import Channel
+from documents.pageview import render_page_html
 from mcp_endpoint import citations
 from mcp_endpoint.protocol.extensions import APP_MIME_TYPE, PAGE_VIEWER_URI
 from mcp_endpoint.registry import (
@@ -106,6 +107,18 @@ def page_view(
         "marks": [
             {key: float(value) for key, value in mark.items()} for mark in page.marks
         ],
+        # The page as the citation page shows it (documents.pageview: headings,
+        # lists, tables; sanitised, the quote marked in place).
+        "html": None
+        if image is not None
+        else str(
+            render_page_html(
+                page.page,
+                [(start, end)] if end > start else [],
+                content_type=document.content_type,
+                mark_id="",
+            )
+        ),
         "text": {
             "before": text[:start],
             "quoted": text[start:end],
