@@ -9,7 +9,7 @@ leaves a screenshot in test-artifacts/.
 """
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -44,6 +44,8 @@ class Site:
     username: str
     password: str
     document_ids: dict[str, int]  # file name -> id
+    # The server's environment (database, media folder), for a worker beside it.
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def _create_data(password: str) -> dict[str, int]:
@@ -120,7 +122,7 @@ def site(django_db_setup, django_db_blocker, tmp_path_factory):
     env = live.server_environment(media, live.new_conformance_key())
     process, base_url = live.start_server(env, workers=1)
     try:
-        yield Site(base_url, SLUG, CHANNEL_NAME, STAFF_USERNAME, password, ids)
+        yield Site(base_url, SLUG, CHANNEL_NAME, STAFF_USERNAME, password, ids, env=env)
     finally:
         live.stop_server(process)
         with django_db_blocker.unblock():
