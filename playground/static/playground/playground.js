@@ -34,21 +34,4 @@ document.addEventListener("DOMContentLoaded", () => {
       filter.addEventListener("change", () => syncLatest(filter));
     }
   }
-  for (const button of document.querySelectorAll("button[data-copy]")) {
-    button.addEventListener("click", async () => {
-      const source = document.getElementById(button.dataset.copy);
-      try {
-        await navigator.clipboard.writeText(source.textContent);
-        button.textContent = "Copied";
-      } catch {
-        // No clipboard access (plain http, permissions): select it instead.
-        const range = document.createRange();
-        range.selectNodeContents(source);
-        const selection = window.getSelection();
-        selection.removeAllRanges();
-        selection.addRange(range);
-        button.textContent = "Selected: press Ctrl+C";
-      }
-    });
-  }
 });

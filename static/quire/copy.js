@@ -1,4 +1,6 @@
-// Copy buttons: a button with data-copy="<id>" copies that element's text.
+// Copy buttons (admin key page, playground): a button with data-copy="<id>"
+// copies that element's text, or selects it when the clipboard is refused
+// (plain http, permissions).
 "use strict";
 document.addEventListener("click", async (event) => {
   const button = event.target.closest("button[data-copy]");
