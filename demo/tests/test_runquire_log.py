@@ -3,9 +3,6 @@ WARNING, the 405 a stateless server answers to GET and DELETE included."""
 
 import asyncio
 import re
-import subprocess
-import sys
-import threading
 import time
 
 import httpx2
@@ -13,7 +10,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from demo.tests.test_runquire import REPO, STARTUP_SECONDS
+from demo.tests.test_runquire import Launch
 from mcp_endpoint.tests import live
 from mcp_endpoint.tests.conformance_fixtures import CONFORMANCE_SLUG
 
@@ -52,37 +49,22 @@ def test_a_clients_normal_use_writes_one_line_per_call_and_no_warning(
     live.ensure_conformance_channel(key)
     env = {
         **live.server_environment(tmp_path / "media", key),
-        "INGEST_WORKERS": "1",
+        "INGEST_WORKERS": "2",  # what Launch waits for, as `make run` starts
     }
-    port = live.free_port()
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "runquire", "--port", str(port)],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    lines: list[str] = []
-    reader = threading.Thread(
-        target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True
-    )
-    reader.start()
+    launched = Launch(env)
     try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while "Press Ctrl-C to stop." not in "".join(lines):
-            assert process.poll() is None and time.monotonic() < deadline, lines
-            time.sleep(0.2)
-        started = len(lines)
+        launched.wait_until_ready()
+        started = len(launched.lines)
         asyncio.run(
-            a_clients_session(f"http://127.0.0.1:{port}/mcp/{CONFORMANCE_SLUG}", key)
+            a_clients_session(
+                f"http://127.0.0.1:{launched.port}/mcp/{CONFORMANCE_SLUG}", key
+            )
         )
         time.sleep(1)  # the last lines reach the pipe
-        during = lines[started:]
+        during = launched.lines[started:]
     finally:
-        process.terminate()
-        process.wait(timeout=60)
+        launched.process.terminate()
+        launched.finish()
     assert not [line for line in during if "WARNING" in line], during
     calls = [CALL_LINE.search(line) for line in during]
     calls = [match.groups() for match in calls if match]

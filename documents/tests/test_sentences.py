@@ -14,6 +14,7 @@ from documents.models import AuditEvent
 from documents.services.documents import create_document
 from documents.services.grants import record_sign_in_grant
 from documents.services.keys import create_api_key
+from documents.tests.test_admin import channel_form_data
 
 pytestmark = pytest.mark.django_db
 
@@ -95,22 +96,7 @@ def test_creating_a_channel_in_the_admin_is_logged_as_creation(admin_client):
     """The admin's channel form records channel.create, never a change."""
     admin_client.post(
         reverse("admin:documents_channel_add"),
-        {
-            "name": "Aviation",
-            "slug": "aviation",
-            "description": "",
-            "retriever_mode": "hybrid",
-            "retriever_candidates": "100",
-            "retriever_top_k": "8",
-            "retriever_rrf_k": "60",
-            "generator_kind": "extractive",
-            "generator_temperature": "0",
-            "generator_timeout": "30",
-            "mcp_instructions": "",
-            "max_pages_per_call": "10",
-            "metadata_fields-TOTAL_FORMS": "0",
-            "metadata_fields-INITIAL_FORMS": "0",
-        },
+        channel_form_data(name="Aviation", slug="aviation"),
     )
     assert list(AuditEvent.objects.values_list("action", flat=True)) == [
         AuditEvent.Action.CHANNEL_CREATE
