@@ -29,7 +29,6 @@ from documents.models import Document, Page, RevisionPage
 from documents.originals import presigned_parameters
 from documents.pageview import PageHeader, render_page_html
 from documents.regions import line_regions
-from documents.results import provenance_of
 
 SALT = "quire.mcp.citation"
 PRESIGNED_SECONDS = 60
@@ -236,22 +235,16 @@ def page_view_context(
     cited page: its header, and the page as the document looks with the quote
     marked on its image and in its text."""
     document, page = cited.document, cited.page
-    is_pdf = document.content_type.lower().startswith("application/pdf")
     spans = [cited.span] if cited.span else []
     has_image = bool(page.image)
     return {
-        "header": PageHeader(
-            title=str(document),
-            number=page.number,
-            page_count=None if cited.newer_revision else document.page_count,
+        "header": PageHeader.for_page(
+            document,
+            page.number,
+            original_url=original_url,
             revision=cited.revision,
             newer_revision=cited.newer_revision,
-            original_url=f"{original_url}#page={page.number}"
-            if is_pdf
-            else original_url,
-            original_at_page=is_pdf,
             back_url=back_url,
-            **provenance_of(document),
         ),
         "title": str(document),
         "number": page.number,

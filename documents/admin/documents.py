@@ -34,7 +34,7 @@ from documents.ingestion.formats import label_of
 from documents.models import Chunk, Document, DocumentRevision, Page
 from documents.originals import original_response
 from documents.pageview import PageHeader, back_url, render_page_html
-from documents.results import provenance_of, public_url
+from documents.results import public_url
 from documents.services import documents as document_services
 from documents.services.revisions import replace_document_file
 
@@ -570,8 +570,6 @@ class DocumentAdmin(CuratedChannelsAdmin):
         document = self._document_or_404(request, object_id)
         page = get_object_or_404(Page, document=document, number=number)
         change_url = reverse(self._url_name("change"), args=[document.pk])
-        is_pdf = document.content_type.lower().startswith("application/pdf")
-        original_url = reverse(self._url_name("original"), args=[document.pk])
 
         def page_url(other: int) -> str:
             if not 1 <= other <= document.page_count:
@@ -584,15 +582,10 @@ class DocumentAdmin(CuratedChannelsAdmin):
             "title": f"{document} — page {number} of {document.page_count}",
             "document": document,
             "page": page,
-            "header": PageHeader(
-                title=str(document),
-                number=number,
-                page_count=document.page_count,
-                revision=document.revision,
-                original_url=f"{original_url}#page={number}"
-                if is_pdf
-                else original_url,
-                original_at_page=is_pdf,
+            "header": PageHeader.for_page(
+                document,
+                number,
+                original_url=reverse(self._url_name("original"), args=[document.pk]),
                 # Paging through the preview, back still means the document.
                 back_url=back_url(
                     request,
@@ -601,7 +594,6 @@ class DocumentAdmin(CuratedChannelsAdmin):
                 ),
                 previous_url=page_url(number - 1),
                 next_url=page_url(number + 1),
-                **provenance_of(document),
             ),
             "number": number,
             "image_url": (

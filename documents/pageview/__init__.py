@@ -27,6 +27,7 @@ from django.utils.safestring import SafeString, mark_safe
 from documents.ingestion.formats import pages_are_markdown
 from documents.pageview.markdown import render_markdown, render_plain
 from documents.pageview.sanitise import sanitise_html
+from documents.results import provenance_of
 
 __all__ = ["PageHeader", "back_url", "render_page_html", "sanitise_html"]
 
@@ -94,3 +95,32 @@ class PageHeader:
     source_url: str | None = None
     previous_url: str = ""
     next_url: str = ""
+
+    @classmethod
+    def for_page(
+        cls,
+        document,
+        number: int,
+        *,
+        original_url: str,
+        revision: int | None = None,
+        newer_revision: int | None = None,
+        **links: str,
+    ) -> "PageHeader":
+        """The header of page `number` of `document` (of `revision`, its
+        current one by default): a PDF's original opens at that page; the
+        source it was synced from is named. `links`: back_url, back_label,
+        previous_url, next_url."""
+        at_page = document.content_type.lower().startswith("application/pdf")
+        return cls(
+            title=str(document),
+            number=number,
+            # An older revision's page count may differ from the document's.
+            page_count=None if newer_revision else document.page_count,
+            revision=document.revision if revision is None else revision,
+            newer_revision=newer_revision,
+            original_url=f"{original_url}#page={number}" if at_page else original_url,
+            original_at_page=at_page,
+            **links,
+            **provenance_of(document),
+        )

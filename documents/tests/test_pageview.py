@@ -6,7 +6,7 @@ import pytest
 from django.test import RequestFactory
 
 from documents.ingestion.formats import DOCX, PDF, PLAIN_TEXT, XLSX
-from documents.pageview import back_url, render_page_html, sanitise_html
+from documents.pageview import PageHeader, back_url, render_page_html, sanitise_html
 
 
 def page(text: str) -> SimpleNamespace:
@@ -221,3 +221,36 @@ def test_the_back_link_only_leads_to_this_site(referer, expected):
         )
         == expected
     )
+
+
+# The header
+
+
+class _Doc(SimpleNamespace):
+    def __str__(self) -> str:
+        return self.title
+
+
+def doc(content_type: str, **fields) -> _Doc:
+    values = dict(title="Manual", page_count=12, revision=3, source_id=None)
+    values.update(source_url="", **fields)
+    return _Doc(content_type=content_type, **values)
+
+
+def test_a_pdf_header_opens_the_original_at_the_page():
+    header = PageHeader.for_page(doc(PDF), 7, original_url="/o/1", back_url="/b")
+    assert (header.original_url, header.original_at_page) == ("/o/1#page=7", True)
+    assert (header.title, header.number, header.page_count) == ("Manual", 7, 12)
+    assert (header.revision, header.back_url, header.source) == (3, "/b", None)
+
+
+def test_other_formats_open_the_original_itself():
+    header = PageHeader.for_page(doc(DOCX), 2, original_url="/o/1")
+    assert (header.original_url, header.original_at_page) == ("/o/1", False)
+
+
+def test_an_older_revisions_header_names_the_newer_and_no_page_count():
+    header = PageHeader.for_page(
+        doc(PDF), 2, original_url="/o/1", revision=1, newer_revision=3
+    )
+    assert (header.revision, header.newer_revision, header.page_count) == (1, 3, None)
