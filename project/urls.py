@@ -6,7 +6,10 @@ from project import health, views
 from project.api import api
 from signin.urls import oauth_patterns
 
-urlpatterns = [
+# The MCP endpoint's routes first: they are the hot path, and a request to it
+# is then resolved by its first pattern instead of after twenty others.
+urlpatterns = [path("", include("mcp_endpoint.urls"))] if settings.MCP_ENABLED else []
+urlpatterns += [
     path("", views.home, name="home"),
     path("favicon.ico", views.favicon, name="favicon"),
     path("healthz", health.healthz, name="healthz"),
@@ -18,5 +21,3 @@ urlpatterns = [
     path("", include("signin.urls")),
     path("", include((oauth_patterns, "oauth2_provider"))),
 ]
-if settings.MCP_ENABLED:
-    urlpatterns.append(path("", include("mcp_endpoint.urls")))
