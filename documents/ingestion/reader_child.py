@@ -198,12 +198,13 @@ class ReaderChild:
 
 
 class Children:
-    """The idle child, lent to one reading at a time (a second reading at the
-    same moment gets a child of its own), and retired by its lifetime."""
+    """The idle child (one per memory limit), lent to one reading at a time (a
+    second reading at the same moment gets a child of its own), and retired by
+    its lifetime."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._idle: ReaderChild | None = None
+        self._idle: dict[int, ReaderChild] = {}
         self._owner = os.getpid()
 
     def read(
@@ -249,10 +250,10 @@ class Children:
     def _take(self, memory_mb: int) -> ReaderChild:
         with self._lock:
             if self._owner != os.getpid():
-                # A forked process: the idle child's pipes are its parent's.
-                self._idle, self._owner = None, os.getpid()
-            child, self._idle = self._idle, None
-        if child is not None and child.memory_mb == memory_mb and child.alive():
+                # A forked process: the idle children's pipes are its parent's.
+                self._idle, self._owner = {}, os.getpid()
+            child = self._idle.pop(memory_mb, None)
+        if child is not None and child.alive():
             return child
         if child is not None:
             child.close()
@@ -264,21 +265,22 @@ class Children:
             # The next file finds a child that has started already.
             child = ReaderChild(child.memory_mb)
         with self._lock:
-            child, self._idle = self._idle, child
-        if child is not None:
-            child.close()
+            replaced = self._idle.get(child.memory_mb)
+            self._idle[child.memory_mb] = child
+        if replaced is not None:
+            replaced.close()
 
     def close(self) -> None:
-        """Retire the idle child (at exit, and in tests)."""
+        """Retire the idle children (at exit, and in tests)."""
         with self._lock:
-            child, self._idle = self._idle, None
-        if child is not None:
+            children, self._idle = list(self._idle.values()), {}
+        for child in children:
             child.close()
 
-    @property
-    def idle_pid(self) -> int | None:
-        """The idle child's process id, or None (for tests)."""
-        child = self._idle
+    def idle_pid(self, memory_mb: int) -> int | None:
+        """The process id of the idle child with that memory limit, or None
+        (for tests)."""
+        child = self._idle.get(memory_mb)
         return child.pid if child is not None else None
 
 

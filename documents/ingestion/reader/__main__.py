@@ -16,9 +16,17 @@ from documents.ingestion.reader.protocol import Refusal, Request, emit
 
 READER_NICENESS = 5
 PACKAGE = "documents.ingestion.reader"
-# Imported by a serving child before its first request, while it waits: the
-# file it is then given starts at once.
-PRELOADED = ("pdf", "office", "markup", "epub", "web", "text", "images")
+# Imported by a serving child before its first request, while it waits, so
+# that the file it is then given starts at once: the readers and the parsers
+# they import when they run (the one-shot child imports only what it needs).
+PRELOADED = (
+    *(f"{PACKAGE}.{name}" for name in ("pdf", "office", "epub", "web", "text")),
+    "pypdfium2",
+    "mammoth",
+    "pptx",
+    "openpyxl",
+    "trafilatura",
+)
 
 
 def _limit_memory(megabytes: int) -> None:
@@ -78,7 +86,7 @@ def serve(memory_mb: int) -> None:
     for module in PRELOADED:
         # A module that can't load here fails the file that needs it, saying so.
         with contextlib.suppress(Exception):
-            import_module(f"{PACKAGE}.{module}")
+            import_module(module)
     for line in sys.stdin:
         order = json.loads(line)
         seq = order.pop("seq")
