@@ -176,6 +176,13 @@ def _document(
         if kind == "end":
             notes = list(message.get("notes", []))
             continue
+        if kind == "image":
+            warnings.extend(f"Page {message['number']}: {e}" for e in message["notes"])
+            if message["image"] and 0 < message["number"] <= len(pages):
+                page = pages[message["number"] - 1]
+                page.image_path = work_dir / message["image"]
+                page.width, page.height = message["width"], message["height"]
+            continue
         warnings.extend(f"Page {message['number']}: {e}" for e in message["notes"])
         if message["markdown"] or message["plain"]:
             texts = page_texts_of(
