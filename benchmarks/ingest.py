@@ -13,7 +13,7 @@ chunks/s on the same chunks, and their ratio: right after each document is
 ingested, its chunks are embedded again in one call with the bare embedder, so
 that both figures see the same machine (other work on a shared machine moves
 them together). The pipeline embeds while the reader child reads; the stages
-printed for PDFs overlap accordingly. Scanned PDFs and images are read by OCR:
+printed for each format overlap accordingly. Scanned PDFs and images are read by OCR:
 their pages/s and seconds per page are printed apart.
 
 Then the ingestion limits (unless --no-limits): page-image bytes per input byte
@@ -205,11 +205,12 @@ def run(data: Path, limits: bool, only: list[str]) -> None:
             f"{chunks / text_pipeline:9.1f} {chunks / text_raw:17.1f} "
             f"{text_raw / text_pipeline:6.2f}"
         )
-    pdf = results.get("PDF (text)")
-    if pdf:
-        print("PDF (text) stages:")
-        for stage, seconds in pdf["stages"].items():
-            share = 100 * seconds / pdf["pipeline"]
+    for name, result in results.items():
+        if name.startswith("OCR") or not result["pipeline"]:
+            continue
+        print(f"{name} stages (of {result['pipeline']:.1f} s):")
+        for stage, seconds in result["stages"].items():
+            share = 100 * seconds / result["pipeline"]
             print(f"  {stage}: {seconds:.1f} s ({share:.0f}%)")
     ocr = results.get("OCR (scans, images)")
     if ocr:

@@ -272,6 +272,11 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 PDF_MAX_PAGES = env_int("PDF_MAX_PAGES", 2000, minimum=1)
 PDF_PARSE_TIMEOUT = env_float("PDF_PARSE_TIMEOUT", 300.0, minimum=1.0)
 PDF_PARSE_MEMORY_MB = env_int("PDF_PARSE_MEMORY_MB", 3072, minimum=256)
+# One reader child reads file after file: it is replaced after this many files,
+# or files of this many bytes in all (and at once after a crash or a time or
+# memory limit), so that memory a parser keeps can't accumulate.
+READER_CHILD_MAX_FILES = env_int("READER_CHILD_MAX_FILES", 100, minimum=1)
+READER_CHILD_MAX_BYTES = env_int("READER_CHILD_MAX_BYTES", 256 * 1024 * 1024, minimum=1)
 TEXT_PAGE_MAX_CHARS = env_int("TEXT_PAGE_MAX_CHARS", 20000, minimum=1000)
 PAGE_IMAGE_WIDTH = env_int("PAGE_IMAGE_WIDTH", 1000, minimum=100)
 # Page images of one document may take this many bytes per byte of the file (or

@@ -19,12 +19,8 @@ from documents.ingestion import formats
 from documents.ingestion.cleaning import Vocabulary, clean_page
 from documents.ingestion.deadline import Deadline, DeadlinePassed
 from documents.ingestion.parsed import ParsedDocument, ParsedPage, UnreadableFile
-from documents.ingestion.reading import (
-    PDF_REASONS,
-    ReaderLimits,
-    ReaderTimedOut,
-    read_in_child,
-)
+from documents.ingestion.reader_child import ReaderTimedOut
+from documents.ingestion.reading import PDF_REASONS, ReaderLimits, read_in_child
 from documents.ingestion.text import markdown_title, page_texts_of
 from documents.ingestion.titles import choose_title, first_line_title
 
@@ -55,6 +51,8 @@ def reader_limits(size: int) -> ReaderLimits:
         ocr_max_pages=settings.OCR_MAX_PAGES,
         ocr_page_timeout=settings.OCR_PAGE_TIMEOUT,
         text_page_chars=settings.TEXT_PAGE_MAX_CHARS,
+        child_max_files=settings.READER_CHILD_MAX_FILES,
+        child_max_bytes=settings.READER_CHILD_MAX_BYTES,
     )
 
 
@@ -177,6 +175,13 @@ def _document(
             continue
         if kind == "end":
             notes = list(message.get("notes", []))
+            continue
+        if kind == "image":
+            warnings.extend(f"Page {message['number']}: {e}" for e in message["notes"])
+            if message["image"] and 0 < message["number"] <= len(pages):
+                page = pages[message["number"] - 1]
+                page.image_path = work_dir / message["image"]
+                page.width, page.height = message["width"], message["height"]
             continue
         warnings.extend(f"Page {message['number']}: {e}" for e in message["notes"])
         if message["markdown"] or message["plain"]:

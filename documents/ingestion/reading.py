@@ -2,28 +2,21 @@
 
 The child gets a time limit (killed with its whole process group, OCR included,
 when it runs over) and a memory limit, so a file that would hang or crash a C
-library fails only its own ingestion. Failures become UnreadableFile with a
-reason a person understands.
+library fails only its own ingestion; it reads file after file until one of
+them breaks it or its lifetime ends (documents.ingestion.reader_child).
+Failures become UnreadableFile with a reason a person understands.
 """
 
-import json
 import logging
-import os
-import signal
-import subprocess
-import sys
-import tempfile
-import threading
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from documents.ingestion import formats
 from documents.ingestion.parsed import UnreadableFile
+from documents.ingestion.reader_child import CHILDREN
 
 logger = logging.getLogger(__name__)
-
-ROOT = Path(__file__).resolve().parents[2]
 
 # How far from the start the %PDF- header may sit, and from the end %%EOF
 # (both tolerate the junk some producers add, as PDF readers do).
@@ -61,6 +54,10 @@ class ReaderLimits:
     ocr_max_pages: int
     ocr_page_timeout: float
     text_page_chars: int
+    # A child reads this many files, or files of this many bytes in all, then
+    # is replaced (documents.ingestion.reader_child).
+    child_max_files: int
+    child_max_bytes: int
     # The setting to name when the time limit is reached.
     timeout_setting: str = "PDF_PARSE_TIMEOUT"
 
@@ -70,8 +67,8 @@ class ReaderLimits:
         return max(self.timeout - min(30.0, self.timeout * 0.2), self.timeout * 0.5)
 
 
-class ReaderTimedOut(UnreadableFile):
-    """The child did not finish within its time limit and was killed."""
+# What the parent enforces itself, not sent to the child.
+PARENT_ONLY = ("timeout", "timeout_setting", "child_max_files", "child_max_bytes")
 
 
 def child_request(
@@ -86,9 +83,7 @@ def child_request(
     `content_type`, and every limit."""
     fmt = formats.BY_TYPE[content_type]
     request = {
-        key: value
-        for key, value in asdict(limits).items()
-        if key not in ("timeout", "timeout_setting")
+        key: value for key, value in asdict(limits).items() if key not in PARENT_ONLY
     }
     return request | {
         "format": content_type,
@@ -116,74 +111,19 @@ def read_in_child(
     request = child_request(
         path, content_type, work_dir=work_dir, limits=limits, charset=charset
     )
-    for message in _messages(path, request, limits):
+    messages = CHILDREN.read(
+        request,
+        size=path.stat().st_size,
+        memory_mb=limits.memory_mb,
+        timeout=limits.timeout,
+        timeout_setting=limits.timeout_setting,
+        max_files=limits.child_max_files,
+        max_bytes=limits.child_max_bytes,
+    )
+    for message in messages:
         if message.get("kind") == "error":
             raise UnreadableFile(_reason(message, path, content_type, limits))
         yield message
-
-
-def _messages(path: Path, request: dict, limits: ReaderLimits) -> Iterator[dict]:
-    with tempfile.TemporaryFile() as stderr:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "documents.ingestion.reader", json.dumps(request)],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            stdin=subprocess.DEVNULL,
-            # Its own process group, so that a kill takes Tesseract along.
-            start_new_session=True,
-        )
-        timed_out = threading.Event()
-
-        def kill() -> None:
-            timed_out.set()
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-        watchdog = threading.Timer(limits.timeout, kill)
-        watchdog.start()
-        ended = False
-        try:
-            assert process.stdout is not None
-            for line in process.stdout:
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    continue
-                if message.get("kind") in ("end", "error"):
-                    ended = True
-                yield message
-            process.wait()
-        finally:
-            watchdog.cancel()
-            if process.poll() is None:
-                kill()
-                process.wait()
-        if timed_out.is_set() and not ended:
-            raise ReaderTimedOut(
-                f"Reading the file took longer than {limits.timeout:g} seconds; it "
-                f"may be damaged or too complex (setting {limits.timeout_setting})."
-            )
-        if process.returncode != 0 or not ended:
-            stderr.seek(0)
-            output = stderr.read().decode(errors="replace")
-            logger.warning(
-                "The reader exited with %s on %s: %s",
-                process.returncode,
-                path,
-                output[-2000:],
-            )
-            if "MemoryError" in output:
-                raise UnreadableFile(
-                    f"Reading the file needed more than {limits.memory_mb} MB of "
-                    "memory; it may be damaged or too complex (setting "
-                    "PDF_PARSE_MEMORY_MB)."
-                )
-            raise UnreadableFile(
-                "The reader crashed on this file; it is probably corrupt."
-            )
 
 
 def _reason(message: dict, path: Path, content_type: str, limits) -> str:

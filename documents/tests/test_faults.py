@@ -418,7 +418,8 @@ def test_pdf_reader_survives_an_interrupt_meant_for_its_worker(shared_data, tmp_
     from dataclasses import replace
 
     from documents.ingestion.parsers import reader_limits
-    from documents.ingestion.reading import ROOT, child_request
+    from documents.ingestion.reader_child import ROOT
+    from documents.ingestion.reading import child_request
 
     book = (
         shared_data

@@ -28,6 +28,8 @@ _LIMITS = ReaderLimits(
     ocr_max_pages=0,
     ocr_page_timeout=1.0,
     text_page_chars=1000,
+    child_max_files=1,
+    child_max_bytes=1,
 )
 
 DOCX = formats.DOCX

@@ -9,7 +9,8 @@ from documents.ingestion import formats
 from documents.ingestion.formats import resolve_content_type
 from documents.ingestion.parsed import UnreadableFile
 from documents.ingestion.parsers import parse_file, reader_limits
-from documents.ingestion.reading import ReaderTimedOut, read_in_child
+from documents.ingestion.reader_child import ReaderTimedOut
+from documents.ingestion.reading import read_in_child
 from documents.ingestion.text import decode_text, markdown_title
 from documents.tests.fixtures import make_pdf
 

@@ -556,6 +556,8 @@ def _run_tesseract(image: Image.Image, options: list[str], deadline: float) -> s
         image.save(source)  # uncompressed: quickest to write and to read
         process = subprocess.Popen(
             ["tesseract", str(source), "stdout", *options, "tsv"],
+            # A serving reader's stdin carries the parent's requests.
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env=_tesseract_env(),

@@ -5,8 +5,10 @@ line's box (the union of its characters' boxes) goes with character offsets
 into the text. PDFium marks a hyphen that ends a line with U+0002 and starts the
 next line right after it; such a hyphen ends a line here too.
 
-A page whose text layer is missing or unusable (most characters from fonts
-without a Unicode map) is rendered at 300 dpi and read by OCR. Rendering is
+A page's text is sent before its image is drawn, so that the parent chunks and
+embeds it meanwhile; the image follows in a message of its own. A page whose
+text layer is missing or unusable (most characters from fonts without a
+Unicode map) is drawn first, then rendered at 300 dpi and read by OCR. Rendering is
 progressive: a page that takes longer than the page time limit to draw stops
 drawing and is kept without an image, and after a few such pages the rest of
 the document is not drawn at all. Past the soft deadline nothing more is drawn
@@ -62,9 +64,8 @@ def read_pdf(request: Request) -> None:
     except Exception:
         metadata = {}
     reader = _PageReader(pdf, request, page_count)
-    pages = []
     for index in range(page_count):
-        page = reader.read(index)
+        message, undrawn = reader.read(index)
         if index == 0:
             emit(
                 {
@@ -77,8 +78,9 @@ def read_pdf(request: Request) -> None:
                     "page_count": page_count,
                 }
             )
-        emit(page)
-        pages.append(page)
+        emit(message)
+        if undrawn is not None:
+            emit(reader.image(undrawn, index + 1))
     emit({"kind": "end", "notes": reader.notes()})
 
 
@@ -103,19 +105,21 @@ class _PageReader:
         self.unusable_text: list[int] = []
         self.title_candidate = ""
 
-    def read(self, index: int) -> dict:
+    def read(self, index: int) -> tuple[dict, object | None]:
+        """The page's message, and the page when its image is still to be
+        drawn (see image)."""
         number = index + 1
         message = page_message(number)
         errors = message["notes"]
         if len(self.slow_reads) >= SLOW_PAGES_BEFORE_GIVING_UP:
             self.unread.append(number)
-            return message
+            return message, None
         started = self.request.clock()
         try:
             page = self.pdf[index]
         except Exception as exc:
             errors.append(f"page could not be loaded ({exc})")
-            return message
+            return message, None
         text, lines, unusable = "", [], False
         try:
             text, lines, unusable = self._text(page, first=index == 0)
@@ -128,15 +132,29 @@ class _PageReader:
         if unusable:
             text, lines = "", []
             self.unusable_text.append(number)
-        rendered = self._render_image(page, number, message)
-        if needs_ocr:
-            reading = self._ocr(page, number, rendered)
-            if reading is not None:
-                text, lines = reading.text, reading.lines
-                message["ocr"] = True
-                if index == 0 and reading.confidence >= 80:
-                    self.title_candidate = reading.tallest
         message["text"], message["lines"] = text, lines
+        if not needs_ocr:
+            return message, page
+        rendered = self._render_image(page, number, message)
+        reading = self._ocr(page, number, rendered)
+        if reading is not None:
+            message["text"], message["lines"] = reading.text, reading.lines
+            message["ocr"] = True
+            if index == 0 and reading.confidence >= 80:
+                self.title_candidate = reading.tallest
+        return message, None
+
+    def image(self, page, number: int) -> dict:
+        """The image message of a page whose text was sent already."""
+        message = {
+            "kind": "image",
+            "number": number,
+            "image": None,
+            "width": None,
+            "height": None,
+            "notes": [],
+        }
+        self._render_image(page, number, message)
         return message
 
     def _gave_up_drawing(self) -> bool:

@@ -7,6 +7,9 @@
   line's box as fractions of the page, origin top left. `markdown` and `plain`
   pages are flowing text without line positions: they may be split at headings
   (`split`) and continue on further pages when long.
+- {"kind": "image", "number", "image", "width", "height", "notes"}: the image
+  of a page sent without one, drawn after its text was sent (PDF pages with a
+  text layer), before the next page.
 - {"kind": "end", "notes"}: the notes that concern the whole document.
 - {"kind": "error", "code", "reason", ...}: the file can't be read (no "end").
 """
