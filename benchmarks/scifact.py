@@ -163,6 +163,8 @@ def prepare_channel(
         digest.update(json.dumps(item, sort_keys=True).encode())
     digest.update(path.encode())
     digest.update(embeddings.get_embedder().model_name.encode())
+    # Chunks made before chunks carried their title and headings are not reused.
+    digest.update(b"chunk context")
     slug = f"scifact-{digest.hexdigest()[:12]}"
     channel = Channel.objects.filter(slug=slug).first()
     if channel is None:

@@ -578,13 +578,16 @@ class Chunk(models.Model):
     page_number = models.PositiveIntegerField()
     order = models.PositiveIntegerField()
     text = models.TextField()
+    # The document's title and the headings the chunk is under, found by but
+    # never quoted (documents.ingestion.context); "" for chunks made before.
+    context = models.TextField(blank=True, default="", db_default="")
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True)
     embedding_model = models.CharField(max_length=200, blank=True)
     # Keyword leg: BM25 document-side term weights, hashed term ids (documents.search).
     terms = SparseVectorField(dimensions=TERM_DIMENSIONS, null=True)
     term_count = models.PositiveIntegerField(default=0)
     search_vector = models.GeneratedField(
-        expression=SearchVector("text", config="english"),
+        expression=SearchVector("context", "text", config="english"),
         output_field=SearchVectorField(),
         db_persist=True,
     )

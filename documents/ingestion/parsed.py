@@ -17,7 +17,11 @@ class ParsedPage:
     """One page: 1-based number, cleaned text, a rendered PNG (PDF and image
     pages), whether OCR read the text, and where its lines sit on the page:
     [start, end, x0, y0, x1, y1] with character offsets into `text` (end
-    exclusive) and the box as fractions of the page, origin top left."""
+    exclusive) and the box as fractions of the page, origin top left.
+
+    `markdown` pages mark their headings in Markdown; the headings of a
+    `self_contained` one (a slide, a sheet) don't continue from the page
+    before."""
 
     number: int
     text: str
@@ -27,6 +31,8 @@ class ParsedPage:
     has_images: bool = False
     ocr: bool = False
     lines: list[list] = field(default_factory=list)
+    markdown: bool = False
+    self_contained: bool = False
 
     @property
     def has_text(self) -> bool:

@@ -63,12 +63,14 @@ def parse_file(
     work_dir: Path,
     limits: ReaderLimits | None = None,
     on_pages: Callable[[list[ParsedPage]], None] | None = None,
+    on_title: Callable[[str], None] | None = None,
     deadline: Deadline | None = None,
 ) -> ParsedDocument:
     """Pages of the file at `path`, page images written to `work_dir`, read
     by the reader child within `limits` (by default from settings, see
     reader_limits) and before `deadline`. `on_pages` is handed each page as soon
-    as it is final, while the rest is still read.
+    as it is final, while the rest is still read; `on_title` is handed the
+    document's own title (the ParsedDocument's) once, before the first page.
 
     Raises UnreadableFile with a reason a person understands (DeadlinePassed
     when the deadline ends the reading).
@@ -94,7 +96,9 @@ def parse_file(
         charset=params.get("charset"),
     )
     try:
-        return _document(messages, work_dir, limits.text_page_chars, on_pages, deadline)
+        return _document(
+            messages, work_dir, limits.text_page_chars, on_pages, on_title, deadline
+        )
     except ReaderTimedOut:
         if deadline is not None and limits.timeout_setting == "INGEST_DOCUMENT_TIMEOUT":
             raise DeadlinePassed(deadline.seconds) from None
@@ -155,6 +159,7 @@ def _document(
     work_dir: Path,
     max_page_chars: int,
     on_pages: Callable[[list[ParsedPage]], None] | None,
+    on_title: Callable[[str], None] | None,
     deadline: Deadline | None,
 ) -> ParsedDocument:
     """Pages from the reader's messages, cleaned as they arrive: the words of
@@ -196,7 +201,12 @@ def _document(
             if not pages:
                 first_line = first_line_title(message["text"])
             new = [
-                ParsedPage(number=number, text=text)
+                ParsedPage(
+                    number=number,
+                    text=text,
+                    markdown=message["markdown"],
+                    self_contained=message.get("self_contained", False),
+                )
                 for number, text in enumerate(texts or [""], start=len(pages) + 1)
             ]
         else:
@@ -218,13 +228,20 @@ def _document(
                     lines=lines,
                 )
             ]
+        if on_title and not pages:
+            # What decides the title is known from the first page on.
+            on_title(_title(facts, first_heading, first_line))
         pages.extend(new)
         if on_pages:
             on_pages(new)
-    title = choose_title(
+    title = _title(facts, first_heading, first_line)
+    return ParsedDocument(pages=pages, title=title, warnings=warnings, notes=notes)
+
+
+def _title(facts: dict, first_heading: str, first_line: str) -> str:
+    return choose_title(
         facts.get("title", ""),
         facts.get("title_candidate", "") or first_heading,
         first_line,
         producer=facts.get("producer", ""),
     )
-    return ParsedDocument(pages=pages, title=title, warnings=warnings, notes=notes)

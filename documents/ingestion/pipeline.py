@@ -11,6 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from documents.ingestion import embeddings
 from documents.ingestion.chunking import TextChunk, chunk_pages
+from documents.ingestion.context import HeadingTrail, retrieval_text
 from documents.ingestion.deadline import Deadline, TooManyChunks
 from documents.ingestion.parsed import ParsedPage
 
@@ -29,7 +30,9 @@ class EmbeddingFailed(Exception):
 
 class ChunkStream:
     """Chunks pages as they come (`add_pages`) and embeds them in groups of
-    `group` chunks on one worker thread; `finish` waits for the vectors.
+    `group` chunks on one worker thread; `finish` waits for the vectors. Each
+    chunk is embedded with its context (the document's `title`, which may be
+    set until the first pages come, and its headings).
 
     At most `max_chunks` chunks are made: the one past the budget fails the
     document (TooManyChunks) before it or any later chunk is embedded. Past
@@ -43,7 +46,10 @@ class ChunkStream:
         group: int,
         max_chunks: int,
         deadline: Deadline,
+        title: str = "",
     ):
+        self.title = title
+        self.headings = HeadingTrail()
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.group = max(1, group)
@@ -62,6 +68,8 @@ class ChunkStream:
             chunk_size=self.chunk_size,
             chunk_overlap=self.chunk_overlap,
             first_order=len(self.chunks),
+            title=self.title,
+            headings=self.headings,
         )
         if len(self.chunks) + len(new) > self.max_chunks:
             raise TooManyChunks(self.max_chunks)
@@ -72,7 +80,7 @@ class ChunkStream:
             self._submit()
 
     def _submit(self) -> None:
-        texts = [chunk.text for chunk in self._pending]
+        texts = [retrieval_text(chunk.context, chunk.text) for chunk in self._pending]
         self._pending = []
         self._futures.append(self._pool.submit(self._embed, texts))
 

@@ -12,6 +12,7 @@ from collections import Counter
 
 from django.db import connection, transaction
 
+from documents.ingestion.context import retrieval_text
 from documents.models import Chunk, KeywordStatistics, TermStatistic
 from documents.search.terms import lexeme_counts, weight_vector
 
@@ -21,7 +22,9 @@ def prepare_chunks(channel, chunks) -> None:
     chunks = list(chunks)
     if not chunks:
         return
-    counts = lexeme_counts([chunk.text for chunk in chunks])
+    counts = lexeme_counts(
+        [retrieval_text(chunk.context, chunk.text) for chunk in chunks]
+    )
     lengths = [sum(c.values()) for c in counts]
     average = _add_totals(channel.pk, len(chunks), sum(lengths))
     frequencies: Counter = Counter()
@@ -66,13 +69,13 @@ def reweight_channel(channel, *, batch_size: int = 2000) -> int:
         rows = list(
             Chunk.objects.filter(channel=channel, id__gt=last_id)
             .order_by("id")
-            .values_list("id", "text")[:batch_size]
+            .values_list("id", "context", "text")[:batch_size]
         )
         if not rows:
             return done
-        counts = lexeme_counts([text for _, text in rows])
+        counts = lexeme_counts([retrieval_text(c, text) for _, c, text in rows])
         chunks = []
-        for (pk, _), chunk_counts in zip(rows, counts, strict=True):
+        for (pk, *_), chunk_counts in zip(rows, counts, strict=True):
             vector, length = weight_vector(chunk_counts, average)
             chunks.append(Chunk(id=pk, terms=vector, term_count=length))
         with transaction.atomic():

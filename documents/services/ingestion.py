@@ -102,6 +102,7 @@ def _ingest(document_id: int, on_switch: Callable[[], None] | None) -> Document:
             work_dir = Path(tmp)
             # Pages are chunked and embedded while the reader reads the rest.
             deadline = Deadline(settings.INGEST_DOCUMENT_TIMEOUT)
+            retitle = _retitles(document, revision)
             stream = ChunkStream(
                 chunk_size=settings.CHUNK_SIZE,
                 chunk_overlap=settings.CHUNK_OVERLAP,
@@ -109,12 +110,18 @@ def _ingest(document_id: int, on_switch: Callable[[], None] | None) -> Document:
                 max_chunks=settings.INGEST_MAX_CHUNKS,
                 deadline=deadline,
             )
+
+            def use_title(parsed_title: str) -> None:
+                # Chunks carry the title the document will have.
+                stream.title = decided_title(document, parsed_title, retitle=retitle)
+
             try:
                 parsed = parse_file(
                     local_copy(source, work_dir),
                     source.content_type,
                     work_dir=work_dir,
                     on_pages=stream.add_pages,
+                    on_title=use_title,
                     deadline=deadline,
                 )
                 vectors = _embed(stream)
@@ -144,6 +151,29 @@ def _ingest(document_id: int, on_switch: Callable[[], None] | None) -> Document:
         logger.exception("Ingesting document %s failed", document_id)
         delete_files(new_images.values())
         return _mark_failed(document_id, INTERNAL_ERROR_REASON, revision)
+
+
+def _retitles(document: Document, revision: DocumentRevision | None) -> bool:
+    """Whether the file may name the document: a title is kept over a new
+    revision, as the document's metadata is."""
+    return revision is None or document.ingested_at is None
+
+
+def decided_title(document: Document, parsed_title: str, *, retitle: bool) -> str:
+    """The document's title once it is read: a title the administrator gave
+    wins; one Quire made up is replaced by the metadata's "title", the file's
+    own title (`parsed_title`) or one made from the file name."""
+    if not retitle or document.title not in _automatic_titles(
+        document.original_filename
+    ):
+        return document.title
+    return clip(
+        metadata_title(document.channel.metadata_fields.all(), document.metadata)
+        or parsed_title
+        or file_title(document.original_filename),
+        Document,
+        "title",
+    )
 
 
 def _automatic_titles(filename: str) -> set[str]:
@@ -192,8 +222,7 @@ def _replace_content(
         )
         channel = document.channel
         old_images = page_image_names(document)
-        # A title kept over a new revision, as the document's metadata is.
-        retitle = revision is None or document.ingested_at is None
+        retitle = _retitles(document, revision)
         if revision is not None:
             old_images = revisions.switch(document, revision, old_images=old_images)
         indexing.forget_chunks(channel, document.pk)
@@ -222,6 +251,7 @@ def _replace_content(
                 page_number=chunk.page_number,
                 order=chunk.order,
                 text=chunk.text,
+                context=chunk.context,
                 embedding=vector,
                 embedding_model=model_name,
             )
@@ -230,15 +260,7 @@ def _replace_content(
         indexing.prepare_chunks(channel, new_chunks)
         Chunk.objects.bulk_create(new_chunks, batch_size=500)
 
-        # A title the administrator gave wins; one Quire made up is replaced.
-        if retitle and document.title in _automatic_titles(document.original_filename):
-            document.title = clip(
-                metadata_title(channel.metadata_fields.all(), document.metadata)
-                or parsed.title
-                or file_title(document.original_filename),
-                Document,
-                "title",
-            )
+        document.title = decided_title(document, parsed.title, retitle=retitle)
         document.status = Status.READY
         document.reingesting = False
         document.status_reason = parsed.status_note()[:MAX_REASON_CHARS]

@@ -5,6 +5,7 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 
 from documents.ingestion import embeddings
+from documents.ingestion.context import retrieval_text
 from documents.models import Channel, Chunk, Document, Page, Source
 from documents.search.indexing import prepare_chunks
 
@@ -108,6 +109,7 @@ def add_documents(
                     [ParsedPage(number=1, text=item["text"])],
                     chunk_size=settings.CHUNK_SIZE,
                     chunk_overlap=settings.CHUNK_OVERLAP,
+                    title=item["title"],
                 )
                 document.chunk_count = len(pieces)
                 for piece in pieces:
@@ -119,10 +121,13 @@ def add_documents(
                             page_number=1,
                             order=piece.order,
                             text=piece.text,
+                            context=piece.context,
                             embedding_model=embedder.model_name,
                         )
                     )
-            vectors = embedder.embed_documents([chunk.text for chunk in chunks])
+            vectors = embedder.embed_documents(
+                [retrieval_text(chunk.context, chunk.text) for chunk in chunks]
+            )
             for chunk, vector in zip(chunks, vectors, strict=True):
                 chunk.embedding = vector
             prepare_chunks(channel, chunks)

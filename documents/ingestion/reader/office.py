@@ -138,7 +138,7 @@ def _read_pptx(request: Request, title: str) -> None:
         }
     )
     for number, text in enumerate(texts, start=1):
-        emit(page_message(number, text, markdown=True))
+        emit(page_message(number, text, markdown=True, self_contained=True))
     emit({"kind": "end", "notes": []})
 
 
@@ -307,7 +307,7 @@ def _read_xlsx(request: Request, title: str) -> None:
     )
     for number, (name, table) in enumerate(pages, start=1):
         text = f"# {name}\n\n{table}" if table else f"# {name}"
-        emit(page_message(number, text, markdown=True))
+        emit(page_message(number, text, markdown=True, self_contained=True))
     notes = []
     if truncated:
         notes.append(

@@ -6,7 +6,9 @@
   order. `lines` are [start, end, x0, y0, x1, y1]: offsets into `text` and the
   line's box as fractions of the page, origin top left. `markdown` and `plain`
   pages are flowing text without line positions: they may be split at headings
-  (`split`) and continue on further pages when long.
+  (`split`) and continue on further pages when long. A `self_contained` page's
+  headings (a slide's title, a sheet's name) don't continue from the page
+  before.
 - {"kind": "image", "number", "image", "width", "height", "notes"}: the image
   of a page sent without one, drawn after its text was sent (PDF pages with a
   text layer), before the next page.
@@ -96,6 +98,7 @@ def page_message(
     markdown: bool = False,
     plain: bool = False,
     split: bool = False,
+    self_contained: bool = False,
     notes: list[str] | None = None,
 ) -> dict:
     return {
@@ -111,5 +114,6 @@ def page_message(
         "markdown": markdown,
         "plain": plain,
         "split": split,
+        "self_contained": self_contained,
         "notes": notes or [],
     }
