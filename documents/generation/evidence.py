@@ -200,6 +200,10 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
                 and terms(candidate.title.text) <= wanted
             ):
                 candidate.typed = 1.0
+        if not (candidate.lexical or candidate.title_lexical):
+            # A date or a definition about nothing the question names answers
+            # nothing: off-topic questions found them everywhere.
+            candidate.typed = 0.0
         candidate.cheap = (
             candidate.lexical
             + 0.5 * candidate.title_lexical

@@ -66,7 +66,8 @@ _ASKS = [
     (re.compile(r"\bhow long\b", re.I), _DURATION),
     (
         re.compile(
-            r"\bhow (?:many|much)\b|\bnumber of\b|\btotal\b|\bamount\b"
+            r"\bhow (?:many|much|large|big|small|far|old|tall|high|wide|deep"
+            r"|heavy|fast)\b|\bnumber of\b|\btotal\b|\bamount\b"
             r"|\bcost\b|\bprice\b|\brate\b|\bpercent",
             re.I,
         ),
@@ -118,9 +119,26 @@ def typed(text: str, expected: list[re.Pattern], wanted: set[str]) -> float:
                         near = True
                         break
             found += 1.0 if near else (0.5 if _FIGURE.search(text) else 0.0)
+        elif gives is _DEFINITION:
+            found += 1.0 if _defines(text, wanted) else 0.0
         elif gives.search(text):
             found += _ASK_WEIGHT.get(gives, 1.0)
     return found / len(expected)
+
+
+_TERM_NEAR = 6  # words between a term and the words that define it
+
+
+def _defines(text: str, wanted: set[str]) -> bool:
+    """Whether `text` defines one of the question's words: "is a", "known as",
+    "refers to" next to it ("an unholy union known as an abomination"), not
+    anywhere in a sentence about something else."""
+    for match in _DEFINITION.finditer(text):
+        before = text[: match.start()].split()[-_TERM_NEAR:]
+        after = text[match.end() :].split()[:_TERM_NEAR]
+        if terms(" ".join(before + after)) & wanted:
+            return True
+    return False
 
 
 _CHOICE = re.compile(r"([^\W\d_]+)\s+or\s+([^\W\d_]+)\s*\??\s*$", re.I)

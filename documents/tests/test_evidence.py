@@ -134,3 +134,72 @@ def test_vectors_kept_by_answers_go_with_their_document(faq):
 
     delete_document(document=document, actor=COMMAND_LINE)
     assert not SentenceVector.objects.exists()
+
+
+def test_a_slides_lines_are_text_not_headings():
+    """A slide's line with a verb and no full stop, a line holding a sentence's
+    end, and a page's closing line after a table are units to quote; a
+    glossary's terms stay headings (issue 22: pptx slides were never quoted)."""
+    from documents.generation.sentences import Kind, split_sentences
+
+    slide = split_sentences(
+        "# A Nested Shape parsing\n\nNested Shape\n\n"
+        "This is a nested shape with content in 2 shapes\nComment 1"
+    )
+    assert [u.kind for u in slide][:2] == [Kind.HEADING, Kind.HEADING]
+    assert slide[2].kind == Kind.SENTENCE
+    assert slide[2].text.startswith("This is a nested shape with content")
+    picture = split_sentences(
+        "# Slide 2\n\nPicture: The first page of the paper. 44bf7d06-5e7a\n\n"
+        "AutoGen is a framework."
+    )
+    assert picture[1].kind == Kind.SENTENCE
+    table = split_sentences(
+        "# A Table, with a caption\n\n| Right | Left |\n| --- | --- |\n| 12 | 12 |"
+        "\n\nDemonstration of simple table syntax, with alignment"
+    )
+    assert table[-1].kind == Kind.SENTENCE
+    glossary = split_sentences(
+        "- White-box monitoring\n- Monitoring based on metrics exposed by the "
+        "internals of the system.\n- Black-box monitoring\n- Testing externally "
+        "visible behavior as a user would see it."
+    )
+    assert [u.kind for u in glossary] == [Kind.HEADING, Kind.SENTENCE] * 2
+
+
+def test_a_definition_names_the_term_and_a_type_needs_the_topic():
+    """ "What is X?" asks for a sentence defining X ("… known as an
+    abomination", "This is called lobular carcinoma in situ (LCIS)"), not one
+    where "is a" defines something else; "how large/far/old" asks for a figure."""
+    what = words.answer_types("What is an abomination?")
+    wanted = words.terms("What is an abomination?")
+    assert (
+        words.typed(
+            "The result is an unholy union known as an abomination.", what, wanted
+        )
+        == 1
+    )
+    assert words.typed("The company was a sponsor of the team.", what, wanted) == 0
+    lcis = words.terms("What is LCIS?")
+    assert (
+        words.typed(
+            "This is called lobular carcinoma in situ (LCIS).",
+            words.answer_types("What is LCIS?"),
+            lcis,
+        )
+        == 1
+    )
+    for question in ("How large is the store?", "How far apart must they be?"):
+        assert words.answer_types(question)
+
+
+def test_what_is_asked_for_counts_only_on_topic(faq):
+    """A unit holding none of the question's words (nor its heading) gets
+    nothing for holding a figure or a definition: off-topic questions ("What
+    is the population of Lagos?") found those everywhere."""
+    question = "How many people live in Lagos?"
+    found = evidence.gather(question, evidence_chunks(faq, question))
+    minutes = next(i for i in found if i.text == "It takes about 20 minutes.")
+    assert minutes.typed == 0
+    asked = evidence.gather("How many minutes?", evidence_chunks(faq, "minutes"))
+    assert next(i for i in asked if "20 minutes" in i.text).typed == 1
