@@ -146,6 +146,18 @@ class _Candidate:
     cheap: float = 0.0
 
 
+def _leads(candidate: _Candidate) -> bool:
+    """Whether the candidate is the first quotable unit under its heading: in
+    a glossary the definition, not a later sentence using the term."""
+    if candidate.page is None or candidate.title is None:
+        return False
+    after = max(candidate.title.end, 0)
+    return not any(
+        unit.quotable and after <= unit.start < candidate.unit.start
+        for unit in page_sentences(candidate.page.text)
+    )
+
+
 def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
     """Quotable units with the scores that need no model: the question's words
     they hold (weighted by how rare each is among the candidates), those of the
@@ -198,8 +210,11 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
                 and candidate.title is not None
                 and candidate.title_lexical >= GLOSSARY
                 and terms(candidate.title.text) <= wanted
+                and _leads(candidate)
             ):
+                # The entry reads as "term: definition": it holds the term.
                 candidate.typed = 1.0
+                candidate.lexical = max(candidate.lexical, candidate.title_lexical)
         if not (candidate.lexical or candidate.title_lexical):
             # A date or a definition about nothing the question names answers
             # nothing: off-topic questions found them everywhere.

@@ -95,15 +95,22 @@ def test_a_glossary_entry_defines_its_heading(make_channel, fake_embedder):
         pages=[
             "Definitions\n\nWhite-box monitoring\nMonitoring based on metrics "
             "exposed by the internals of the system.\nBlack-box monitoring\n"
-            "Testing externally visible behavior as a user would see it.\n"
+            "Testing externally visible behavior as a user would see it. We "
+            "use black-box monitoring for paging.\n"
         ],
     )
     question = "What is black-box monitoring?"
     found = evidence.gather(question, evidence_chunks(channel, question))
     definition = next(i for i in found if i.text.startswith("Testing externally"))
     internals = next(i for i in found if i.text.startswith("Monitoring based"))
+    later = next(i for i in found if i.text.startswith("We use black-box"))
     assert definition.typed == 1.0
     assert internals.typed < 1.0
+    # Only the first sentence under the term defines it; the entry reads as
+    # "term: definition", so it holds the term's words as well.
+    assert later.typed < 1.0
+    assert definition.lexical == 1.0
+    assert found[0] is definition
 
 
 def test_prepared_sentences_are_never_embedded_again(faq, fake_embedder, monkeypatch):
