@@ -172,6 +172,10 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
         if chunk.chunk_id != previous_chunk:
             title, previous_chunk = None, chunk.chunk_id
         if unit.kind in (Kind.HEADING, Kind.QUESTION):
+            if unit.table_header:
+                # A Word or PowerPoint table's first row is its header by the
+                # reader's convention, and a row of the table all the same.
+                candidates.append(_Candidate(unit, chunk, page, rank, title))
             title = unit
         elif unit.kind in (Kind.SENTENCE, Kind.LINE) or (
             unit.kind == Kind.ROW and (figures or unit.table_row)
@@ -198,7 +202,7 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
             # ("| Symptom | Cause |"), not what tells them apart.
             asked = (
                 [p for p in expected if not is_choice(p)]
-                if candidate.unit.kind == Kind.ROW
+                if candidate.unit.kind == Kind.ROW or candidate.unit.table_header
                 else expected
             )
             candidate.typed = typed(candidate.unit.text, asked, wanted) if asked else 0

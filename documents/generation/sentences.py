@@ -49,6 +49,11 @@ class Sentence:
         return self.kind == Kind.ROW and self.text.startswith("|")
 
     @property
+    def table_header(self) -> bool:
+        """The header line of a Markdown table: it titles the rows under it."""
+        return self.kind == Kind.HEADING and self.text.startswith("|")
+
+    @property
     def quotable(self) -> bool:
         return self.kind in (Kind.SENTENCE, Kind.ROW, Kind.LINE)
 

@@ -210,3 +210,22 @@ def test_what_is_asked_for_counts_only_on_topic(faq):
     assert minutes.typed == 0
     asked = evidence.gather("How many minutes?", evidence_chunks(faq, "minutes"))
     assert next(i for i in asked if "20 minutes" in i.text).typed == 1
+
+
+def test_a_tables_header_row_is_a_row_too(make_channel, fake_embedder):
+    """A Word table's first row is its Markdown header by the reader's
+    convention: it titles the rows under it and can be quoted itself ("What is
+    in the top left cell of the table?")."""
+    channel = make_channel("cells")
+    add_document(
+        channel,
+        title="Tables",
+        pages=[
+            "Above\n\n| Top left | Top right |\n| --- | --- |\n"
+            "| Bottom left | Bottom right |\n\nBelow"
+        ],
+    )
+    question = "What is in the top left cell of the table?"
+    found = evidence.gather(question, evidence_chunks(channel, question))
+    header = next(i for i in found if i.text == "| Top left | Top right |")
+    assert header.lexical > 0
