@@ -62,6 +62,11 @@ _DEFINITION = re.compile(
     r"|\brefers? to\b|\bstands? for\b|\bdefined as\b|\bmeans\b|\bi\.e\.",
     re.I,
 )
+_CONDITION = re.compile(
+    _DATE.pattern + r"|\b(?:if|when|once|unless|whenever|until|as soon as)\b", re.I
+)
+# "When does/is/can …": a general present, not a past event.
+_GENERAL = r"\s+(?:does|do|is|are|can|should|will|must)\b"
 _ASKS = [
     (re.compile(r"\bhow long\b", re.I), _DURATION),
     (
@@ -75,12 +80,14 @@ _ASKS = [
     ),
     (
         re.compile(
-            r"\bwhen\b|\bwhat (?:year|date|day|time)\b|\bwhich year\b"
-            r"|\bdeadline\b|\bdue\b",
+            rf"\bwhen\b(?!{_GENERAL})|\bwhat (?:year|date|day|time)\b"
+            r"|\bwhich year\b|\bdeadline\b|\bdue\b",
             re.I,
         ),
         _DATE,
     ),
+    # "When does the test pass?" asks for a condition as often as a date.
+    (re.compile(rf"\bwhen\b(?={_GENERAL})", re.I), _CONDITION),
     (re.compile(r"\bwho(?:m|se)?\b", re.I), _PERSON),
     (re.compile(r"\bwhy\b", re.I), _REASON),
     # "What is LCIS?", "What are the gists …?": a short question for a meaning.
@@ -89,7 +96,7 @@ _ASKS = [
         _DEFINITION,
     ),
 ]
-FIGURES = (_DURATION, _FIGURE, _DATE)
+FIGURES = (_DURATION, _FIGURE, _DATE, _CONDITION)
 DEFINITION = _DEFINITION
 # Two capitalised words are weak evidence of a name.
 _ASK_WEIGHT = {_PERSON: 0.5}

@@ -198,6 +198,14 @@ def test_a_definition_names_the_term_and_a_type_needs_the_topic():
     )
     for question in ("How large is the store?", "How far apart must they be?"):
         assert words.answer_types(question)
+    # "When does the test pass?" asks for a condition or a date, "When was it
+    # founded?" for a date.
+    general = words.answer_types("When does the test pass?")
+    passes = words.terms("When does the test pass?")
+    assert words.typed("The test passes if the border is dashed.", general, passes)
+    past = words.answer_types("When was the test passed?")
+    assert not words.typed("The test passes if the border is dashed.", past, passes)
+    assert words.typed("It passed on April 4, 1975.", past, passes)
 
 
 def test_what_is_asked_for_counts_only_on_topic(faq):
