@@ -54,12 +54,18 @@ _DATE = re.compile(
 _PERSON = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)*\s+[A-Z][a-z]+")
 _REASON = re.compile(
     r"\bbecause\b|\breasons?\b|\bdue to\b|\bcaused? by\b|\bso that\b"
-    r"|\bin order to\b|\bsince\b|\bresult",
+    r"|\bin order to\b|\bsince\b|\bresult|\bled to\b|\bleads? to\b"
+    r"|\bmotivat|\bpurpose\b|\bto (?:ensure|prevent|avoid)\b",
     re.I,
 )
 _DEFINITION = re.compile(
     r"\b(?:is|are|was|were)\s+(?:a|an|the)\b|\bcalled\b|\bknown as\b"
     r"|\brefers? to\b|\bstands? for\b|\bdefined as\b|\bmeans\b|\bi\.e\.",
+    re.I,
+)
+_NEGATION = re.compile(
+    r"\b(?:no|not|never|none|nobody|nothing|without|neither|nor"
+    r"|ineffective|fail\w*)\b|n't\b",
     re.I,
 )
 _CONDITION = re.compile(
@@ -89,6 +95,8 @@ _ASKS = [
     # "When does the test pass?" asks for a condition as often as a date.
     (re.compile(rf"\bwhen\b(?={_GENERAL})", re.I), _CONDITION),
     (re.compile(r"\bwho(?:m|se)?\b", re.I), _PERSON),
+    # "Which treatments did not work?": the answer says what failed.
+    (re.compile(r"\b(?:not|never)\b|n't\b", re.I), _NEGATION),
     (re.compile(r"\bwhy\b", re.I), _REASON),
     # "What is LCIS?", "What are the gists …?": a short question for a meaning.
     (

@@ -206,6 +206,15 @@ def test_a_definition_names_the_term_and_a_type_needs_the_topic():
     past = words.answer_types("When was the test passed?")
     assert not words.typed("The test passes if the border is dashed.", past, passes)
     assert words.typed("It passed on April 4, 1975.", past, passes)
+    # A question with a negation asks for what failed or is missing.
+    failed = "Which treatments did not work?"
+    negated = words.answer_types(failed)
+    assert words.typed(
+        "Several treatments showed no efficacy.", negated, words.terms(failed)
+    )
+    assert not words.typed(
+        "Several treatments showed efficacy.", negated, words.terms(failed)
+    )
 
 
 def test_what_is_asked_for_counts_only_on_topic(faq):
