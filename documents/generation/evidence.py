@@ -146,6 +146,18 @@ class _Candidate:
     cheap: float = 0.0
 
 
+def _leads(candidate: _Candidate) -> bool:
+    """Whether the candidate is the first quotable unit under its heading: in
+    a glossary the definition, not a later sentence using the term."""
+    if candidate.page is None or candidate.title is None:
+        return False
+    after = max(candidate.title.end, 0)
+    return not any(
+        unit.quotable and after <= unit.start < candidate.unit.start
+        for unit in page_sentences(candidate.page.text)
+    )
+
+
 def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
     """Quotable units with the scores that need no model: the question's words
     they hold (weighted by how rare each is among the candidates), those of the
@@ -160,6 +172,10 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
         if chunk.chunk_id != previous_chunk:
             title, previous_chunk = None, chunk.chunk_id
         if unit.kind in (Kind.HEADING, Kind.QUESTION):
+            if unit.table_header:
+                # A Word or PowerPoint table's first row is its header by the
+                # reader's convention, and a row of the table all the same.
+                candidates.append(_Candidate(unit, chunk, page, rank, title))
             title = unit
         elif unit.kind in (Kind.SENTENCE, Kind.LINE) or (
             unit.kind == Kind.ROW and (figures or unit.table_row)
@@ -186,7 +202,7 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
             # ("| Symptom | Cause |"), not what tells them apart.
             asked = (
                 [p for p in expected if not is_choice(p)]
-                if candidate.unit.kind == Kind.ROW
+                if candidate.unit.kind == Kind.ROW or candidate.unit.table_header
                 else expected
             )
             candidate.typed = typed(candidate.unit.text, asked, wanted) if asked else 0
@@ -198,8 +214,15 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
                 and candidate.title is not None
                 and candidate.title_lexical >= GLOSSARY
                 and terms(candidate.title.text) <= wanted
+                and _leads(candidate)
             ):
+                # The entry reads as "term: definition": it holds the term.
                 candidate.typed = 1.0
+                candidate.lexical = max(candidate.lexical, candidate.title_lexical)
+        if not (candidate.lexical or candidate.title_lexical):
+            # A date or a definition about nothing the question names answers
+            # nothing: off-topic questions found them everywhere.
+            candidate.typed = 0.0
         candidate.cheap = (
             candidate.lexical
             + 0.5 * candidate.title_lexical

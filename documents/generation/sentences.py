@@ -49,6 +49,11 @@ class Sentence:
         return self.kind == Kind.ROW and self.text.startswith("|")
 
     @property
+    def table_header(self) -> bool:
+        """The header line of a Markdown table: it titles the rows under it."""
+        return self.kind == Kind.HEADING and self.text.startswith("|")
+
+    @property
     def quotable(self) -> bool:
         return self.kind in (Kind.SENTENCE, Kind.ROW, Kind.LINE)
 
@@ -93,6 +98,15 @@ VERSE_UPPER_SHARE = 0.7
 VERSE_OPEN_SHARE = 0.5
 VERSE_LONG_SHARE = 0.75
 HEADING_MAX_WORDS = 10
+# A line of this many words or more with a verb like "is" in it is a sentence
+# without its full stop (a slide's text), not a title.
+HEADING_VERB_WORDS = 6
+_FINITE_VERB = re.compile(
+    r"\b(?:is|are|was|were|has|have|had|can|will|does|do|did)\b", re.I
+)
+# A sentence's end inside the line ("… ArXiv paper. 44bf7d06 …"): a title holds
+# no sentence.
+_INNER_STOP = re.compile(r"[a-z]{3}[.!?]\s+\S")
 MIN_WORDS = 3
 # Bling Fire finds no boundary in a table or a list without full stops; longer
 # "sentences" than this are cut at their line breaks.
@@ -128,6 +142,10 @@ def _is_heading(line: str, previous: str | None, following: str | None) -> bool:
     if len(words) > HEADING_MAX_WORDS or _ENDS_SENTENCE.search(stripped):
         return False
     if _FIELD_LABEL.match(stripped):  # "DATES: The FAA must …" starts a sentence
+        return False
+    if _INNER_STOP.search(stripped) or (
+        len(words) >= HEADING_VERB_WORDS and _FINITE_VERB.search(stripped)
+    ):
         return False
     if _ENDS_CLAUSE.search(stripped) or words[-1].lower() in _RUN_ON:
         return False
@@ -170,6 +188,10 @@ def split_sentences(text: str) -> list[Sentence]:
     units: list[Sentence] = []
     lines = _lines(text)
     verse = _verse_lines(text, lines)
+    filled = [i for i, (start, end) in enumerate(lines) if text[start:end].strip()]
+    # The page's last line titles nothing after text: it is a slide's or a
+    # table's closing line ("Demonstration of simple table syntax").
+    closing = filled[-1] if len(filled) > 1 else None
     block_start: int | None = None
     for index, (start, end) in enumerate(lines):
         line = text[start:end]
@@ -193,7 +215,10 @@ def split_sentences(text: str) -> list[Sentence]:
             units.append(
                 unit if len(unit.text.split()) > 1 else _unit(text, start, end)
             )
-        elif not line.strip() or _is_heading(line, previous, following):
+        elif not line.strip() or (
+            _is_heading(line, previous, following)
+            and (index != closing or _MARKDOWN_HEADING.match(line))
+        ):
             if block_start is not None:
                 units.extend(_block(text, block_start, start))
                 block_start = None

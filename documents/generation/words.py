@@ -54,7 +54,8 @@ _DATE = re.compile(
 _PERSON = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)*\s+[A-Z][a-z]+")
 _REASON = re.compile(
     r"\bbecause\b|\breasons?\b|\bdue to\b|\bcaused? by\b|\bso that\b"
-    r"|\bin order to\b|\bsince\b|\bresult",
+    r"|\bin order to\b|\bsince\b|\bresult|\bled to\b|\bleads? to\b"
+    r"|\bmotivat|\bpurpose\b|\bto (?:ensure|prevent|avoid)\b",
     re.I,
 )
 _DEFINITION = re.compile(
@@ -62,11 +63,22 @@ _DEFINITION = re.compile(
     r"|\brefers? to\b|\bstands? for\b|\bdefined as\b|\bmeans\b|\bi\.e\.",
     re.I,
 )
+_NEGATION = re.compile(
+    r"\b(?:no|not|never|none|nobody|nothing|without|neither|nor"
+    r"|ineffective|fail\w*)\b|n't\b",
+    re.I,
+)
+_CONDITION = re.compile(
+    _DATE.pattern + r"|\b(?:if|when|once|unless|whenever|until|as soon as)\b", re.I
+)
+# "When does/is/can …": a general present, not a past event.
+_GENERAL = r"\s+(?:does|do|is|are|can|should|will|must)\b"
 _ASKS = [
     (re.compile(r"\bhow long\b", re.I), _DURATION),
     (
         re.compile(
-            r"\bhow (?:many|much)\b|\bnumber of\b|\btotal\b|\bamount\b"
+            r"\bhow (?:many|much|large|big|small|far|old|tall|high|wide|deep"
+            r"|heavy|fast)\b|\bnumber of\b|\btotal\b|\bamount\b"
             r"|\bcost\b|\bprice\b|\brate\b|\bpercent",
             re.I,
         ),
@@ -74,13 +86,17 @@ _ASKS = [
     ),
     (
         re.compile(
-            r"\bwhen\b|\bwhat (?:year|date|day|time)\b|\bwhich year\b"
-            r"|\bdeadline\b|\bdue\b",
+            rf"\bwhen\b(?!{_GENERAL})|\bwhat (?:year|date|day|time)\b"
+            r"|\bwhich year\b|\bdeadline\b|\bdue\b",
             re.I,
         ),
         _DATE,
     ),
+    # "When does the test pass?" asks for a condition as often as a date.
+    (re.compile(rf"\bwhen\b(?={_GENERAL})", re.I), _CONDITION),
     (re.compile(r"\bwho(?:m|se)?\b", re.I), _PERSON),
+    # "Which treatments did not work?": the answer says what failed.
+    (re.compile(r"\b(?:not|never)\b|n't\b", re.I), _NEGATION),
     (re.compile(r"\bwhy\b", re.I), _REASON),
     # "What is LCIS?", "What are the gists …?": a short question for a meaning.
     (
@@ -88,7 +104,7 @@ _ASKS = [
         _DEFINITION,
     ),
 ]
-FIGURES = (_DURATION, _FIGURE, _DATE)
+FIGURES = (_DURATION, _FIGURE, _DATE, _CONDITION)
 DEFINITION = _DEFINITION
 # Two capitalised words are weak evidence of a name.
 _ASK_WEIGHT = {_PERSON: 0.5}
@@ -118,9 +134,26 @@ def typed(text: str, expected: list[re.Pattern], wanted: set[str]) -> float:
                         near = True
                         break
             found += 1.0 if near else (0.5 if _FIGURE.search(text) else 0.0)
+        elif gives is _DEFINITION:
+            found += 1.0 if _defines(text, wanted) else 0.0
         elif gives.search(text):
             found += _ASK_WEIGHT.get(gives, 1.0)
     return found / len(expected)
+
+
+_TERM_NEAR = 6  # words between a term and the words that define it
+
+
+def _defines(text: str, wanted: set[str]) -> bool:
+    """Whether `text` defines one of the question's words: "is a", "known as",
+    "refers to" next to it ("an unholy union known as an abomination"), not
+    anywhere in a sentence about something else."""
+    for match in _DEFINITION.finditer(text):
+        before = text[: match.start()].split()[-_TERM_NEAR:]
+        after = text[match.end() :].split()[:_TERM_NEAR]
+        if terms(" ".join(before + after)) & wanted:
+            return True
+    return False
 
 
 _CHOICE = re.compile(r"([^\W\d_]+)\s+or\s+([^\W\d_]+)\s*\??\s*$", re.I)

@@ -95,15 +95,22 @@ def test_a_glossary_entry_defines_its_heading(make_channel, fake_embedder):
         pages=[
             "Definitions\n\nWhite-box monitoring\nMonitoring based on metrics "
             "exposed by the internals of the system.\nBlack-box monitoring\n"
-            "Testing externally visible behavior as a user would see it.\n"
+            "Testing externally visible behavior as a user would see it. We "
+            "use black-box monitoring for paging.\n"
         ],
     )
     question = "What is black-box monitoring?"
     found = evidence.gather(question, evidence_chunks(channel, question))
     definition = next(i for i in found if i.text.startswith("Testing externally"))
     internals = next(i for i in found if i.text.startswith("Monitoring based"))
+    later = next(i for i in found if i.text.startswith("We use black-box"))
     assert definition.typed == 1.0
     assert internals.typed < 1.0
+    # Only the first sentence under the term defines it; the entry reads as
+    # "term: definition", so it holds the term's words as well.
+    assert later.typed < 1.0
+    assert definition.lexical == 1.0
+    assert found[0] is definition
 
 
 def test_prepared_sentences_are_never_embedded_again(faq, fake_embedder, monkeypatch):
@@ -134,3 +141,108 @@ def test_vectors_kept_by_answers_go_with_their_document(faq):
 
     delete_document(document=document, actor=COMMAND_LINE)
     assert not SentenceVector.objects.exists()
+
+
+def test_a_slides_lines_are_text_not_headings():
+    """A slide's line with a verb and no full stop, a line holding a sentence's
+    end, and a page's closing line after a table are units to quote; a
+    glossary's terms stay headings (issue 22: pptx slides were never quoted)."""
+    from documents.generation.sentences import Kind, split_sentences
+
+    slide = split_sentences(
+        "# A Nested Shape parsing\n\nNested Shape\n\n"
+        "This is a nested shape with content in 2 shapes\nComment 1"
+    )
+    assert [u.kind for u in slide][:2] == [Kind.HEADING, Kind.HEADING]
+    assert slide[2].kind == Kind.SENTENCE
+    assert slide[2].text.startswith("This is a nested shape with content")
+    picture = split_sentences(
+        "# Slide 2\n\nPicture: The first page of the paper. 44bf7d06-5e7a\n\n"
+        "AutoGen is a framework."
+    )
+    assert picture[1].kind == Kind.SENTENCE
+    table = split_sentences(
+        "# A Table, with a caption\n\n| Right | Left |\n| --- | --- |\n| 12 | 12 |"
+        "\n\nDemonstration of simple table syntax, with alignment"
+    )
+    assert table[-1].kind == Kind.SENTENCE
+    glossary = split_sentences(
+        "- White-box monitoring\n- Monitoring based on metrics exposed by the "
+        "internals of the system.\n- Black-box monitoring\n- Testing externally "
+        "visible behavior as a user would see it."
+    )
+    assert [u.kind for u in glossary] == [Kind.HEADING, Kind.SENTENCE] * 2
+
+
+def test_a_definition_names_the_term_and_a_type_needs_the_topic():
+    """ "What is X?" asks for a sentence defining X ("… known as an
+    abomination", "This is called lobular carcinoma in situ (LCIS)"), not one
+    where "is a" defines something else; "how large/far/old" asks for a figure."""
+    what = words.answer_types("What is an abomination?")
+    wanted = words.terms("What is an abomination?")
+    assert (
+        words.typed(
+            "The result is an unholy union known as an abomination.", what, wanted
+        )
+        == 1
+    )
+    assert words.typed("The company was a sponsor of the team.", what, wanted) == 0
+    lcis = words.terms("What is LCIS?")
+    assert (
+        words.typed(
+            "This is called lobular carcinoma in situ (LCIS).",
+            words.answer_types("What is LCIS?"),
+            lcis,
+        )
+        == 1
+    )
+    for question in ("How large is the store?", "How far apart must they be?"):
+        assert words.answer_types(question)
+    # "When does the test pass?" asks for a condition or a date, "When was it
+    # founded?" for a date.
+    general = words.answer_types("When does the test pass?")
+    passes = words.terms("When does the test pass?")
+    assert words.typed("The test passes if the border is dashed.", general, passes)
+    past = words.answer_types("When was the test passed?")
+    assert not words.typed("The test passes if the border is dashed.", past, passes)
+    assert words.typed("It passed on April 4, 1975.", past, passes)
+    # A question with a negation asks for what failed or is missing.
+    failed = "Which treatments did not work?"
+    negated = words.answer_types(failed)
+    assert words.typed(
+        "Several treatments showed no efficacy.", negated, words.terms(failed)
+    )
+    assert not words.typed(
+        "Several treatments showed efficacy.", negated, words.terms(failed)
+    )
+
+
+def test_what_is_asked_for_counts_only_on_topic(faq):
+    """A unit holding none of the question's words (nor its heading) gets
+    nothing for holding a figure or a definition: off-topic questions ("What
+    is the population of Lagos?") found those everywhere."""
+    question = "How many people live in Lagos?"
+    found = evidence.gather(question, evidence_chunks(faq, question))
+    minutes = next(i for i in found if i.text == "It takes about 20 minutes.")
+    assert minutes.typed == 0
+    asked = evidence.gather("How many minutes?", evidence_chunks(faq, "minutes"))
+    assert next(i for i in asked if "20 minutes" in i.text).typed == 1
+
+
+def test_a_tables_header_row_is_a_row_too(make_channel, fake_embedder):
+    """A Word table's first row is its Markdown header by the reader's
+    convention: it titles the rows under it and can be quoted itself ("What is
+    in the top left cell of the table?")."""
+    channel = make_channel("cells")
+    add_document(
+        channel,
+        title="Tables",
+        pages=[
+            "Above\n\n| Top left | Top right |\n| --- | --- |\n"
+            "| Bottom left | Bottom right |\n\nBelow"
+        ],
+    )
+    question = "What is in the top left cell of the table?"
+    found = evidence.gather(question, evidence_chunks(channel, question))
+    header = next(i for i in found if i.text == "| Top left | Top right |")
+    assert header.lexical > 0
