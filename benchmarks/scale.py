@@ -2,10 +2,12 @@
 
     .venv/bin/python benchmarks/scale.py [--chunks 1000000] [--queries 100]
         [--modes keyword,vector,hybrid] [--calibrate] [--sizes]
+    [--shape [--data ../shared/data/scifact]]
 
 Grows the chunk table of the benchmark database (QUIRE_DATABASE_NAME, default
 quire_scale) to at least --chunks rows with a synthetic channel: documents with a
-Zipf-distributed vocabulary, clustered unit vectors and metadata, bulk-loaded with
+Zipf-distributed vocabulary, vectors from a hierarchy of topics shaped like real
+sentence embeddings (benchmarks/scale_vectors.py) and metadata, bulk-loaded with
 COPY on Django's connection, keyword statistics filled like ingestion fills them.
 Then it times documents.search.service.retrieve_chunks per mode, with and without
 embedding the query (4 words of a chunk, none of them in more than 5% of
@@ -18,7 +20,10 @@ for. Rows are kept for reruns.
 
 --calibrate times the vector leg's two plans over filters keeping from 2,000
 to 100,000 chunks (what SEARCH_EXACT_ROWS_PER_VISIT is set from); --sizes
-prints the table, index and per-column sizes (docs/scaling.md).
+prints the table, index and per-column sizes (docs/scaling.md); --shape prints
+the synthetic vectors' nearest-neighbour distance profile beside SciFact's real
+embeddings (--data, embedded once and cached like benchmarks/halfvec.py does),
+without touching the database.
 """
 
 import argparse
@@ -42,6 +47,7 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.db.models import F  # noqa: E402
+from scale_vectors import VectorSpace, profile  # noqa: E402
 
 from documents.filters import compile_filter  # noqa: E402
 from documents.ingestion import embeddings  # noqa: E402
@@ -56,11 +62,13 @@ from documents.models import (  # noqa: E402
 from documents.search import legs, terms  # noqa: E402
 from documents.search.service import retrieve_chunks  # noqa: E402
 
-SLUG = "scale-synthetic"
+# A new slug whenever the synthetic corpus changes shape: rows of an older
+# corpus in the same database would be measured as if they were this one's.
+SLUG = "scale-hierarchical"
+OLD_SLUGS = ("scale-synthetic",)
 CHUNKS_PER_DOCUMENT = 20
 WORDS_PER_CHUNK = (40, 90)
 VOCABULARY = 40_000
-CLUSTERS = 2_000
 DIMENSIONS = 384
 RARE = "rare"  # 0.5% of documents: the selective filter
 COMMON = "common"  # 5% of documents: the moderately selective filter
@@ -106,6 +114,12 @@ def grow(target: int, rng: np.random.Generator) -> Channel:
 
     from documents.services.channels import create_channel
 
+    old = Channel.objects.filter(slug__in=OLD_SLUGS).first()
+    if old is not None:
+        sys.exit(
+            f"{connection.settings_dict['NAME']} holds the older synthetic corpus "
+            f"({old.slug}): use another QUIRE_DATABASE_NAME, or drop that database."
+        )
     channel = Channel.objects.filter(slug=SLUG).first()
     if channel is None:
         channel = create_channel(
@@ -128,7 +142,7 @@ def grow(target: int, rng: np.random.Generator) -> Channel:
     ranks = np.arange(1, VOCABULARY + 1, dtype=np.float64)
     zipf = 1.0 / ranks**1.07
     zipf /= zipf.sum()
-    centroids = rng.standard_normal((CLUSTERS, DIMENSIONS)).astype(np.float32)
+    space = VectorSpace(SEED, DIMENSIONS)
     embedder_name = embeddings.get_embedder().model_name
     lengths_total = 0
     frequencies: Counter = Counter()
@@ -176,10 +190,7 @@ def grow(target: int, rng: np.random.Generator) -> Channel:
             lengths = rng.integers(*WORDS_PER_CHUNK, size=chunk_total)
             picks = rng.choice(VOCABULARY, size=int(lengths.sum()), p=zipf)
             ends = np.cumsum(lengths)
-            clusters = rng.integers(CLUSTERS, size=count)
-            vectors = np.repeat(centroids[clusters], CHUNKS_PER_DOCUMENT, axis=0)
-            vectors += 0.6 * rng.standard_normal(vectors.shape).astype(np.float32)
-            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors = space.chunk_vectors(rng, count, CHUNKS_PER_DOCUMENT)
             for index in range(chunk_total):
                 document = documents[index // CHUNKS_PER_DOCUMENT]
                 page = pages[index // CHUNKS_PER_DOCUMENT]
@@ -325,6 +336,7 @@ def sample_queries(channel, rng, count: int, metadata_filter: dict | None):
             channel=channel, chunk_frequency__gt=STOP_WORD_SHARE * total
         ).values_list("lexeme", flat=True)
     )
+    space = VectorSpace(SEED, DIMENSIONS)
     queries = {}
     for index in rng.choice(len(ids), size=min(count, len(ids)), replace=False):
         text, embedding = Chunk.objects.filter(
@@ -336,10 +348,7 @@ def sample_queries(channel, rng, count: int, metadata_filter: dict | None):
             w for w, c in zip(words, lexemes, strict=True) if not set(c) & stop_lexemes
         ]
         picked = [words[i] for i in rng.choice(len(words), size=4, replace=False)]
-        vector = np.asarray(embedding, dtype=np.float32)
-        vector = vector + 0.3 * rng.standard_normal(DIMENSIONS).astype(np.float32)
-        vector /= np.linalg.norm(vector)
-        queries[" ".join(picked)] = vector.tolist()
+        queries[" ".join(picked)] = space.query_near(rng, embedding).tolist()
     return queries
 
 
@@ -544,6 +553,63 @@ def print_sizes() -> None:
             print(f"sizes: column {name} {float(size or 0):.0f} B/chunk", flush=True)
 
 
+SHAPE_SAMPLE = 200_000
+SHAPE_QUERIES = 300
+# SciFact abstracts embedded for --shape: every abstract judged for a test
+# query, then others at random up to this many (embedding all 5,183 takes a
+# quarter of an hour of CPU).
+SHAPE_SCIFACT_CORPUS = 1_000
+
+
+def print_shape(chunks: int, data: Path | None) -> None:
+    """The nearest-neighbour distance profile (scale_vectors.profile) of the
+    synthetic corpus, drawn afresh from the same space (at most SHAPE_SAMPLE
+    chunks), and, with `data`, of SciFact's real embeddings (its test queries
+    against SHAPE_SCIFACT_CORPUS abstracts that include every judged one)
+    beside a random synthetic sample of the same size with the same number
+    of queries."""
+    space = VectorSpace(SEED, DIMENSIONS)
+    rng = np.random.default_rng(SEED + 1)
+    size = min(chunks, SHAPE_SAMPLE)
+    documents = -(-size // CHUNKS_PER_DOCUMENT)
+    corpus = space.chunk_vectors(rng, documents, CHUNKS_PER_DOCUMENT)
+    # A query's own passage stays in the corpus: it is the relevant document.
+    print(
+        profile(corpus, _queries_near(space, rng, corpus, SHAPE_QUERIES)).line(
+            "shape synthetic"
+        ),
+        flush=True,
+    )
+    if data is None:
+        return
+    import halfvec
+    import scifact
+
+    beir, texts, judged = scifact.load_beir(data)
+    relevant = {doc for docs in judged.values() for doc in docs}
+    chosen = [item for item in beir if str(item["_id"]) in relevant]
+    others = [item for item in beir if str(item["_id"]) not in relevant]
+    for index in sorted(
+        rng.choice(len(others), SHAPE_SCIFACT_CORPUS - len(chosen), replace=False)
+    ):
+        chosen.append(others[index])
+    embedder = embeddings.get_embedder()
+    real = np.asarray(halfvec.corpus_vectors(chosen, embedder), dtype=np.float32)
+    real_queries = np.asarray(
+        [embedder.embed_query(texts[qid]) for qid in sorted(judged) if qid in texts],
+        dtype=np.float32,
+    )
+    print(profile(real, real_queries).line("shape SciFact (MiniLM)"), flush=True)
+    sample = corpus[rng.choice(len(corpus), size=len(real), replace=False)]
+    queries = _queries_near(space, rng, sample, len(real_queries))
+    print(profile(sample, queries).line("shape synthetic, SciFact's sizes"), flush=True)
+
+
+def _queries_near(space, rng, corpus: np.ndarray, count: int) -> np.ndarray:
+    picked = rng.choice(len(corpus), size=count, replace=False)
+    return np.stack([space.query_near(rng, corpus[index]) for index in picked])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", type=int, default=1_000_000)
@@ -551,7 +617,12 @@ def main() -> None:
     parser.add_argument("--modes", default="keyword,vector,hybrid")
     parser.add_argument("--calibrate", action="store_true")
     parser.add_argument("--sizes", action="store_true")
+    parser.add_argument("--shape", action="store_true")
+    parser.add_argument("--data", type=Path, default=None)
     args = parser.parse_args()
+    if args.shape:
+        print_shape(args.chunks, args.data)
+        return
     call_command("migrate", verbosity=0, interactive=False)
     rng = np.random.default_rng(SEED)
     channel = grow(args.chunks, rng)
