@@ -14,7 +14,6 @@ from documents.generation.chat import ChatGenerator, fence_sources
 from documents.generation.extractive import ExtractiveGenerator
 from documents.models import Channel, Document
 from documents.results import RetrievedChunk
-from documents.search.service import retrieve_chunks
 from documents.services.channels import bump_corpus_version
 from documents.services.documents import create_document
 from documents.services.ingestion import ingest_document
@@ -247,9 +246,14 @@ def test_chat_model_over_http_gets_fenced_sources_and_cites(
     assert "IGNORE ALL PREVIOUS" not in outside
     assert "When does unused leave expire?" in outside
 
-    chunks = retrieve_chunks(guide, "When does unused leave expire?")
-    first = chunks[0]
-    assert answer.citations[0].document_id == first.document_id
+    # The model cited the first source it was shown (the best evidence).
+    first = re.search(
+        rf"<<<SOURCE {fence} \[Document (\d+), Page (\d+)\]>>>", user["content"]
+    )
+    assert (answer.citations[0].document_id, answer.citations[0].page_number) == (
+        int(first.group(1)),
+        int(first.group(2)),
+    )
     assert answer.text.startswith("Leave expires at the end of March [Document ")
     assert not answer.text.endswith(NO_REFERENCES)
     assert leave.pk
