@@ -10,13 +10,14 @@ title) does not count it twice.
 
 import re
 
+from documents.ingestion.text import MARKDOWN_FENCE
+
 SEPARATOR = " › "
 # A title and a few levels of headings; a longer context is cut at a part.
 MAX_CONTEXT_CHARS = 400
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _MARKUP = re.compile(r"[*_`]+|\[([^\]]*)\]\([^)]*\)")
 
 
@@ -79,7 +80,7 @@ class HeadingTrail:
     def _heading(
         self, line: str, lines: list[str], number: int, previous: str
     ) -> tuple[int, str] | None:
-        if _FENCE.match(line):
+        if MARKDOWN_FENCE.match(line):
             self._fenced = not self._fenced
             return None
         if self._fenced:

@@ -16,7 +16,8 @@ from documents.ingestion.parsed import UnreadableFile
 _SECTION_HEADING = re.compile(r"^ {0,3}#{1,2}(?:[ \t]+|$)", re.MULTILINE)
 _ANY_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _SETEXT_TITLE = re.compile(r"\A\s*(\S[^\n]*)\n=+[ \t]*$", re.MULTILINE)
-_FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
+# A line that opens or closes a fenced code block (headings inside are code).
+MARKDOWN_FENCE = re.compile(r"^ {0,3}(```|~~~)")
 
 
 def decode_text(data: bytes, charset: str | None) -> str:
@@ -55,7 +56,7 @@ def _markdown_sections(text: str) -> list[str]:
     fenced = False
     seen_heading = False
     for line in text.split("\n"):
-        if _FENCE.match(line):
+        if MARKDOWN_FENCE.match(line):
             fenced = not fenced
         # Headings inside fenced code blocks are code, not structure.
         elif not fenced and _SECTION_HEADING.match(line):

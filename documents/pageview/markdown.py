@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
-_FENCE = re.compile(r" {0,3}(```|~~~)")
+from documents.ingestion.text import MARKDOWN_FENCE
+
 _HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+")
 _LIST_ITEM = re.compile(r"( *)([-*+]|\d{1,9}[.)])[ \t]+")
 _TABLE_ROW = re.compile(r"\s*\|.*\|\s*$")
@@ -124,7 +125,7 @@ def render_plain(text: str, spans: Sequence[tuple[int, int]], *, mark_id: str) -
 
 def _starts_block(line: Line) -> bool:
     return bool(
-        _FENCE.match(line.text)
+        MARKDOWN_FENCE.match(line.text)
         or _HEADING.match(line.text)
         or _LIST_ITEM.match(line.text)
         or _TABLE_ROW.match(line.text)
@@ -138,7 +139,7 @@ def _blocks(writer: Writer, lines: list[Line]) -> None:
         line = lines[index]
         if not line.text.strip():
             index += 1
-        elif fence := _FENCE.match(line.text):
+        elif fence := MARKDOWN_FENCE.match(line.text):
             index = _code(writer, lines, index, fence.group(1))
         elif heading := _HEADING.match(line.text):
             level = len(heading.group(1))
