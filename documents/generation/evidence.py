@@ -28,6 +28,7 @@ from documents.generation.words import (
     DEFINITION,
     FIGURES,
     answer_types,
+    defined_term,
     is_choice,
     terms,
     typed,
@@ -43,9 +44,6 @@ LEXICAL_WEIGHT = 0.2
 TITLE_WEIGHT = 0.5
 TYPE_WEIGHT = 0.3
 RANK_PENALTY = 0.04
-# A heading holding this share of the question's weight of words, and nothing
-# else, names the term a "what is" question asks about.
-GLOSSARY = 0.99
 # Candidates scored by meaning (embedded), out of those that score best
 # without the model.
 EMBED_BUDGET = 24
@@ -167,6 +165,7 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
     title: Sentence | None = None
     previous_chunk = None
     expected = answer_types(query)
+    defined = defined_term(query)
     figures = any(gives in FIGURES for gives in expected)
     for unit, chunk, page, rank in units:
         if chunk.chunk_id != previous_chunk:
@@ -212,8 +211,8 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
             if (
                 DEFINITION in expected
                 and candidate.title is not None
-                and candidate.title_lexical >= GLOSSARY
-                and terms(candidate.title.text) <= wanted
+                and defined
+                and defined <= terms(candidate.title.text) <= wanted
                 and _leads(candidate)
             ):
                 # The entry reads as "term: definition": it holds the term.

@@ -48,7 +48,10 @@ _FIGURE = re.compile(r"\d")
 # day, or d/m/y.
 _DATE = re.compile(
     r"\b(?:1[5-9]|20)\d\d\b(?![–-]\w)|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct"
-    r"|nov|dec)[a-z]*\.? \d|\b\d{1,2}/\d{1,2}/\d{2,4}\b",
+    r"|nov|dec)[a-z]*\.? \d|\b\d{1,2}/\d{1,2}/\d{2,4}\b"
+    # A month named in full ("at the end of March"; "May" is a verb too).
+    r"|(?-i:\b(?:January|February|March|April|June|July|August|September"
+    r"|October|November|December)\b)",
     re.I,
 )
 _PERSON = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)*\s+[A-Z][a-z]+")
@@ -69,10 +72,19 @@ _NEGATION = re.compile(
     re.I,
 )
 _CONDITION = re.compile(
-    _DATE.pattern + r"|\b(?:if|when|once|unless|whenever|until|as soon as)\b", re.I
+    _DATE.pattern + r"|\b(?:if|once|unless|whenever|until|as soon as)\b|(?<=\w )when\b",
+    re.I,
 )
 # "When does/is/can …": a general present, not a past event.
 _GENERAL = r"\s+(?:does|do|is|are|can|should|will|must)\b"
+# "What is LCIS?", "What are the gists …?", "What does saturation measure?":
+# a short question for a meaning; the group is the term.
+_DEFINED = re.compile(
+    r"^\s*what(?:'s| is| are)\s+((?:\S+\s*){1,5}?)\s*\?*\s*$"
+    r"|^\s*what (?:does|do)\s+((?:\S+\s+){1,5}?)(?:mean|measure|represent"
+    r"|stand for|indicate|describe|cover|check|contain|say|show)\s*\?*\s*$",
+    re.I,
+)
 _ASKS = [
     (re.compile(r"\bhow long\b", re.I), _DURATION),
     (
@@ -98,11 +110,7 @@ _ASKS = [
     # "Which treatments did not work?": the answer says what failed.
     (re.compile(r"\b(?:not|never)\b|n't\b", re.I), _NEGATION),
     (re.compile(r"\bwhy\b", re.I), _REASON),
-    # "What is LCIS?", "What are the gists …?": a short question for a meaning.
-    (
-        re.compile(r"^\s*what(?:'s| is| are)\s+(?:\S+\s*){1,5}\?*\s*$", re.I),
-        _DEFINITION,
-    ),
+    (_DEFINED, _DEFINITION),
 ]
 FIGURES = (_DURATION, _FIGURE, _DATE, _CONDITION)
 DEFINITION = _DEFINITION
@@ -181,6 +189,15 @@ def _choice(query: str) -> re.Pattern | None:
 def is_choice(pattern: re.Pattern) -> bool:
     """Whether `pattern` is a choice's (both alternatives named)."""
     return pattern.pattern.startswith(_CHOICE_MARK)
+
+
+def defined_term(query: str) -> frozenset[str]:
+    """The terms of what a question asks the meaning of ("saturation" in "What
+    does saturation measure?"), none when it asks for no meaning."""
+    match = _DEFINED.search(query)
+    if match is None:
+        return frozenset()
+    return terms(match.group(1) or match.group(2) or "")
 
 
 def answer_types(query: str) -> list[re.Pattern]:

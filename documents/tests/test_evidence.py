@@ -206,6 +206,12 @@ def test_a_definition_names_the_term_and_a_type_needs_the_topic():
     past = words.answer_types("When was the test passed?")
     assert not words.typed("The test passes if the border is dashed.", past, passes)
     assert words.typed("It passed on April 4, 1975.", past, passes)
+    # "What does saturation measure?" asks the meaning of "saturation".
+    assert words.defined_term("What does saturation measure?") == {"satur"}
+    assert words.defined_term("What is white-box monitoring?") == words.terms(
+        "white-box monitoring"
+    )
+    assert not words.defined_term("What does the FAA propose for the airplanes?")
     # A question with a negation asks for what failed or is missing.
     failed = "Which treatments did not work?"
     negated = words.answer_types(failed)
