@@ -63,6 +63,24 @@ CLEAN_ENGLISH = {
     "ocrmypdf__linn.pdf",
 }
 
+# Lines of the shared ground truth that misread their page, checked by eye on
+# the page drawn at 300 dpi: (file, line as given, what the page shows). The
+# benchmark scores against the corrected line and prints each correction.
+GROUND_TRUTH_ERRATA = [
+    # The brochure's footer logo is the word "Linn" in a display face; the
+    # ground truth transcribed it as "EDI]".
+    ("ocrmypdf__linn.pdf", "EDI]", "Linn"),
+]
+
+
+def corrected(name: str, reference: str) -> str:
+    lines = reference.splitlines()
+    for source, given, shown in GROUND_TRUTH_ERRATA:
+        if source == name:
+            lines = [shown if line == given else line for line in lines]
+    return "\n".join(lines)
+
+
 RAPIDOCR_SCRIPT = """
 import json, sys, time
 import numpy as np
@@ -141,6 +159,8 @@ def main() -> None:
         f"Tesseract (languages {settings.OCR_LANGUAGES}) through Quire's reader; "
         f"{os.cpu_count()} cores"
     )
+    for source, given, shown in GROUND_TRUTH_ERRATA:
+        print(f"ground truth corrected: {source}: {given!r} is {shown!r} on the page")
     header = f"{'file':52} {'pages':>5} {'CER':>7} {'WER':>7} {'lost':>5} {'s/page':>7}"
     if others:
         header += f"   {'rapidocr CER':>12} {'WER':>7} {'s/page':>7}"
@@ -149,7 +169,7 @@ def main() -> None:
     clean_cer: list[float] = []
     clean_lost: list[str] = []
     for source, truth in found:
-        reference = truth.read_text(encoding="utf-8")
+        reference = corrected(source.name, truth.read_text(encoding="utf-8"))
         text, pages, seconds = read_with_quire(source)
         cer, wer = (
             character_error_rate(text, reference),
@@ -223,7 +243,9 @@ def read_variants(found: list[tuple[Path, Path]]) -> None:
     seconds = 0.0
     reads = 0
     for source, truth in found:
-        references = truth.read_text(encoding="utf-8").split("\f")
+        references = corrected(source.name, truth.read_text(encoding="utf-8")).split(
+            "\f"
+        )
         for number, (image, dpi) in enumerate(source_pages(source), start=1):
             reference = references[number - 1] if number <= len(references) else ""
             cers = []
