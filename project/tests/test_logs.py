@@ -25,6 +25,36 @@ def test_keys_tokens_and_query_values_are_redacted_but_prefixes_kept():
     assert "prefix qk_A1b2-C3d" in line  # the stored prefix names the key
 
 
+def _redacted_by_the_three_patterns(text: str) -> str:
+    text = logs._KEY.sub(KEY_PREFIX + logs.REDACTED, text)
+    text = logs._BEARER.sub(r"\1" + logs.REDACTED, text)
+    return logs._QUERY_VALUE.sub(r"\1" + logs.REDACTED, text)
+
+
+def test_the_quick_pass_skips_only_what_the_patterns_would_leave():
+    """redact() skips its substitutions when a string can hold no secret: the
+    result is the same as running all three, secret or not."""
+    key = "qk_" + "k" * 43
+    samples = [
+        "mcp method=%s tool=%s channel=%s status=%s outcome=%s ms=%.1f caller=%s%s",
+        "tools/list",
+        "qk_A1b2-C3d",
+        key,
+        f"prefix{key}suffix",
+        "BeArEr abc.def",
+        "authorization: bearer  tok+/=",
+        "bearer",
+        "/x?a=1&b=2",
+        "/x?=1",
+        "a&b=c",
+        'traceparent="00-abc" tracestate="k=v,bearer x"',
+        "",
+    ]
+    for text in samples:
+        assert logs.redact(text) == _redacted_by_the_three_patterns(text), text
+    assert logs.redact(key) != key and logs.redact("/x?a=1") == "/x?a=[redacted]"
+
+
 def test_records_are_redacted_in_their_arguments_too():
     key = "qk_" + "z" * 43
     record = logging.LogRecord(
