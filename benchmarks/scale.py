@@ -74,6 +74,7 @@ RARE = "rare"  # 0.5% of documents: the selective filter
 COMMON = "common"  # 5% of documents: the moderately selective filter
 SEED = 7
 STOP_WORD_SHARE = 0.05
+GROW_LOCK = 26  # pg_advisory_lock key held while the corpus grows (issue 26)
 
 
 def vocabulary(rng: np.random.Generator) -> list[str]:
@@ -120,6 +121,11 @@ def grow(target: int, rng: np.random.Generator) -> Channel:
             f"{connection.settings_dict['NAME']} holds the older synthetic corpus "
             f"({old.slug}): use another QUIRE_DATABASE_NAME, or drop that database."
         )
+    # Two runs against one database would both see the rows missing and both
+    # load them (twice the chunks asked for, and the second run's index rebuild
+    # failing on the first's): the second waits here until the first is done.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [GROW_LOCK])
     channel = Channel.objects.filter(slug=SLUG).first()
     if channel is None:
         channel = create_channel(
@@ -249,7 +255,11 @@ def grow(target: int, rng: np.random.Generator) -> Channel:
         cursor.execute("SET maintenance_work_mem = '6GB'")
         cursor.execute("SET max_parallel_maintenance_workers = 1")
         for definition in indexes:
-            cursor.execute(definition)
+            # IF NOT EXISTS: a load that was interrupted after one index was
+            # rebuilt still gets the other back.
+            cursor.execute(
+                definition.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1)
+            )
         cursor.execute(f"VACUUM ANALYZE {Chunk._meta.db_table}")
         cursor.execute(f"VACUUM ANALYZE {Document._meta.db_table}")
     print(f"indexes rebuilt in {time.perf_counter() - started:.0f} s", flush=True)

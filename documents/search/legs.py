@@ -347,15 +347,25 @@ def _nearest(
     return [(chunk_id, 1.0 - distance) for chunk_id, distance in ranked]
 
 
+# hnsw.ef_search of an iterative walk: on the synthetic corpus shaped like real
+# embeddings (benchmarks/scale.py, 400k chunks) the walk's recall@50 against an
+# exact ranking rose from 0.72 to 0.82 unfiltered and from 0.62 to 0.82 under a
+# ~50% filter going from 100 to 400, at a few milliseconds more; 800 reached
+# 0.90 / 0.85 for about twice the time (docs/notes/scale-1m.md). The misses left
+# are queries whose walk settles in a neighbouring cluster, which no ef_search
+# below 1000 recovers.
+WALK_EF_SEARCH = 400
+MAX_EF_SEARCH = 1000
+
+
 def _hnsw_settings(candidates: int, max_scan_tuples: int) -> list[str]:
     """SET LOCAL statements for an iterative HNSW scan that can return
     `candidates` rows after filtering, visiting at most `max_scan_tuples`.
 
-    ef_search = the candidates asked for, at least 100: the iterative scan goes
-    on past it when filters drop rows. Twice that cost a third more time on
-    SciFact and scored no better (nDCG@10 0.725 vs 0.728); below 100 the scan
-    under a 5% filter at 1M chunks took longer (more, smaller rounds)."""
-    ef_search = min(1000, max(100, int(candidates)))
+    ef_search = WALK_EF_SEARCH, or the candidates asked for when more, at most
+    pgvector's 1000: the iterative scan goes on past it when filters drop
+    rows."""
+    ef_search = min(MAX_EF_SEARCH, max(WALK_EF_SEARCH, int(candidates)))
     return [
         f"SET LOCAL hnsw.ef_search = {ef_search}",
         "SET LOCAL hnsw.iterative_scan = relaxed_order",

@@ -181,6 +181,21 @@ def test_the_exact_threshold_grows_with_the_square_root_of_the_channel(settings)
     assert not plan_vector_leg(scope, 100).exact
 
 
+def test_the_walk_searches_at_least_walk_ef_search_and_at_most_1000():
+    """ef_search is WALK_EF_SEARCH for the usual candidates, the candidates
+    when more are asked for, and never past pgvector's maximum of 1000."""
+
+    def ef_search(candidates):
+        (setting,) = [
+            s for s in legs._hnsw_settings(candidates, 20_000) if "ef_search" in s
+        ]
+        return int(setting.rsplit(" ", 1)[1])
+
+    assert ef_search(100) == legs.WALK_EF_SEARCH == 400
+    assert ef_search(600) == 600
+    assert ef_search(5_000) == 1000
+
+
 @pytest.fixture
 def wiki_sizes(db, settings):
     """Plans for 100 candidates at scopes of 1M chunks down to 100 of them."""
