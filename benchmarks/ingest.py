@@ -52,6 +52,7 @@ from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
 from documents.access import COMMAND_LINE  # noqa: E402
 from documents.ingestion import embeddings  # noqa: E402
+from documents.ingestion.parsers import start_reader  # noqa: E402
 from documents.models import Chunk, Document, Page  # noqa: E402
 from documents.services import ingestion as ingestion_service  # noqa: E402
 from documents.services.channels import create_channel  # noqa: E402
@@ -166,6 +167,9 @@ def ingest_group(name: str, items: list[tuple[str, bytes]], bare) -> dict:
 
 
 def run(data: Path, limits: bool, only: list[str]) -> None:
+    # As an ingest worker does at boot: the reader child starts while the
+    # model loads, so the first file doesn't pay either start.
+    start_reader()
     embedder = embeddings.get_embedder()
     embedder.embed_documents(["warm-up: load the model before timing"])
     print(

@@ -19,10 +19,16 @@ from documents.ingestion import formats
 from documents.ingestion.cleaning import Vocabulary, clean_page
 from documents.ingestion.deadline import Deadline, DeadlinePassed
 from documents.ingestion.parsed import ParsedDocument, ParsedPage, UnreadableFile
-from documents.ingestion.reader_child import ReaderTimedOut
+from documents.ingestion.reader_child import CHILDREN, ReaderTimedOut
 from documents.ingestion.reading import PDF_REASONS, ReaderLimits, read_in_child
 from documents.ingestion.text import markdown_title, page_texts_of
 from documents.ingestion.titles import choose_title, first_line_title
+
+
+def start_reader() -> None:
+    """Start the reader child ahead of the first file (a worker does at boot,
+    as it loads the embedder), so the first document does not pay its start."""
+    CHILDREN.prestart(settings.PDF_PARSE_MEMORY_MB)
 
 
 def reader_limits(size: int) -> ReaderLimits:

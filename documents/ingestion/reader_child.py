@@ -247,6 +247,22 @@ class Children:
             yield final
             return
 
+    def prestart(self, memory_mb: int) -> None:
+        """Start the idle child with that memory limit now, if there is none,
+        so that the first file does not wait for Python and the parsers to
+        load (it starts in the background: this does not wait for it)."""
+        with self._lock:
+            if self._owner != os.getpid():
+                self._idle, self._owner = {}, os.getpid()
+            if memory_mb in self._idle:
+                return
+        child = ReaderChild(memory_mb)
+        with self._lock:
+            if memory_mb not in self._idle:
+                self._idle[memory_mb] = child
+                return
+        child.close()  # another reading gave a child back meanwhile
+
     def _take(self, memory_mb: int) -> ReaderChild:
         with self._lock:
             if self._owner != os.getpid():

@@ -10,7 +10,7 @@ import pytest
 
 from documents.ingestion import formats
 from documents.ingestion.parsed import UnreadableFile
-from documents.ingestion.parsers import parse_file, reader_limits
+from documents.ingestion.parsers import parse_file, reader_limits, start_reader
 from documents.ingestion.reader_child import CHILDREN, ReaderChild, ReaderTimedOut
 from documents.ingestion.reading import child_request, read_in_child
 
@@ -63,6 +63,19 @@ def test_one_child_reads_file_after_file_without_mixing_them(tmp_path):
     assert _idle_pid() == child is not None
     assert [page.text for page in first.pages] == ["Apples grow on trees."]
     assert [page.text for page in second.pages] == ["Bananas are yellow."]
+
+
+def test_a_started_reader_reads_the_first_file(tmp_path):
+    """start_reader (a worker's boot) leaves an idle child that the first file
+    is given, instead of one started for it; starting again keeps that one."""
+    assert _idle_pid() is None
+    start_reader()
+    child = _idle_pid()
+    start_reader()
+    assert _idle_pid() == child is not None
+    parsed = _read(_text_file(tmp_path, "a.txt", "Cherries are red."), tmp_path)
+    assert [page.text for page in parsed.pages] == ["Cherries are red."]
+    assert _idle_pid() == child
 
 
 def test_a_refused_file_fails_alone_and_keeps_the_child(tmp_path):

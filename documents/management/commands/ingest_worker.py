@@ -29,6 +29,7 @@ from django.utils import timezone
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
+from documents.ingestion.parsers import start_reader
 from documents.services import workers
 from documents.services.grants import clear_sign_in_leftovers
 from documents.services.recovery import requeue_interrupted_tasks
@@ -104,9 +105,11 @@ class Command(DbWorkerCommand):
             if reload and not batch:
                 if os.environ.get(DJANGO_AUTORELOAD_ENV) == "true":
                     self.worker.configure_signals()
+                    start_reader()
                 run_with_reloader(self.worker.run)
             else:
                 self.worker.configure_signals()
+                start_reader()
                 self.worker.run()
         finally:
             stopping.set()
