@@ -177,6 +177,10 @@ def _document(
     facts: dict = {}
     first_heading = ""
     first_line = ""
+    # The title is decided once, when the first page arrives: the chunks'
+    # contexts (and so their embeddings) carry it from then on, so a later
+    # heading must not make the final title differ from the one they carry.
+    title = ""
     for message in messages:
         if deadline is not None:
             deadline.check()
@@ -234,13 +238,16 @@ def _document(
                     lines=lines,
                 )
             ]
-        if on_title and not pages:
+        if not pages:
             # What decides the title is known from the first page on.
-            on_title(_title(facts, first_heading, first_line))
+            title = _title(facts, first_heading, first_line)
+            if on_title:
+                on_title(title)
         pages.extend(new)
         if on_pages:
             on_pages(new)
-    title = _title(facts, first_heading, first_line)
+    if not pages:
+        title = _title(facts, first_heading, first_line)
     return ParsedDocument(pages=pages, title=title, warnings=warnings, notes=notes)
 
 

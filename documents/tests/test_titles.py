@@ -71,3 +71,37 @@ def test_the_file_name_without_its_extension():
 def test_a_first_line_that_stands_alone_is_a_title_candidate(text, expected):
     """A short first line, not a sentence, marks around it dropped."""
     assert first_line_title(text) == expected
+
+
+def test_the_title_given_to_the_chunks_is_the_final_title(tmp_path):
+    """Slides whose first slide has no heading: a later slide's heading must not
+    become the title after the first chunks were given theirs (their contexts
+    and embeddings carry it)."""
+    from documents.ingestion.parsers import _document
+
+    def slide(number, text):
+        return {
+            "kind": "page",
+            "number": number,
+            "text": text,
+            "notes": [],
+            "markdown": True,
+            "plain": False,
+            "split": True,
+        }
+
+    given = []
+    parsed = _document(
+        [
+            {"kind": "document"},
+            slide(1, "just some words on the first slide, no heading at all here"),
+            slide(2, "# Quarterly Results\n\nRevenue grew."),
+            {"kind": "end", "notes": []},
+        ],
+        tmp_path,
+        10_000,
+        None,
+        given.append,
+        None,
+    )
+    assert given == [parsed.title]
