@@ -347,14 +347,14 @@ def _nearest(
     return [(chunk_id, 1.0 - distance) for chunk_id, distance in ranked]
 
 
-# hnsw.ef_search of an iterative walk: on the synthetic corpus shaped like real
-# embeddings (benchmarks/scale.py, 400k chunks) the walk's recall@50 against an
-# exact ranking rose from 0.72 to 0.82 unfiltered and from 0.62 to 0.82 under a
-# ~50% filter going from 100 to 400, at a few milliseconds more; 800 reached
-# 0.90 / 0.85 for about twice the time (docs/notes/scale-1m.md). The misses left
-# are queries whose walk settles in a neighbouring cluster, which no ef_search
-# below 1000 recovers.
-WALK_EF_SEARCH = 400
+# hnsw.ef_search of an iterative walk. On the synthetic corpus shaped like real
+# embeddings (benchmarks/scale.py, 400k chunks) 400 raised the walk's recall@50
+# against an exact ranking from 0.72 to 0.82 unfiltered and from 0.62 to 0.82
+# under a ~50% filter; on SciFact's real abstracts it doubled the vector leg's
+# p50 (5.9 -> 12.3 ms without the query embedding) for no gain (hybrid nDCG@10
+# 0.727 -> 0.725), so walks stay at 100 until a denser index is measured
+# (docs/scaling.md).
+WALK_EF_SEARCH = 100
 MAX_EF_SEARCH = 1000
 
 

@@ -191,7 +191,7 @@ def test_the_walk_searches_at_least_walk_ef_search_and_at_most_1000():
         ]
         return int(setting.rsplit(" ", 1)[1])
 
-    assert ef_search(100) == legs.WALK_EF_SEARCH == 400
+    assert ef_search(10) == ef_search(100) == legs.WALK_EF_SEARCH == 100
     assert ef_search(600) == 600
     assert ef_search(5_000) == 1000
 
