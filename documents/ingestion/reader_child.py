@@ -252,9 +252,7 @@ class Children:
         so that the first file does not wait for Python and the parsers to
         load (it starts in the background: this does not wait for it)."""
         with self._lock:
-            if self._owner != os.getpid():
-                self._idle, self._owner = {}, os.getpid()
-            if memory_mb in self._idle:
+            if memory_mb in self._own_idle():
                 return
         child = ReaderChild(memory_mb)
         with self._lock:
@@ -265,15 +263,19 @@ class Children:
 
     def _take(self, memory_mb: int) -> ReaderChild:
         with self._lock:
-            if self._owner != os.getpid():
-                # A forked process: the idle children's pipes are its parent's.
-                self._idle, self._owner = {}, os.getpid()
-            child = self._idle.pop(memory_mb, None)
+            child = self._own_idle().pop(memory_mb, None)
         if child is not None and child.alive():
             return child
         if child is not None:
             child.close()
         return ReaderChild(memory_mb)
+
+    def _own_idle(self) -> dict[int, ReaderChild]:
+        """The idle children, under the lock. In a forked process they are
+        forgotten: their pipes are the parent's."""
+        if self._owner != os.getpid():
+            self._idle, self._owner = {}, os.getpid()
+        return self._idle
 
     def _give_back(self, child: ReaderChild, *, retire: bool) -> None:
         if retire or not child.alive():
