@@ -38,7 +38,7 @@ from documents.regions import PageSource, load_pages
 from documents.results import RetrievedChunk
 
 # Weights of the score, fitted on the questions of benchmarks/answers.py
-# (`--calibrate` prints the fit). The score is what ANSWER_MIN_SCORE compares.
+# (`--calibrate` prints the fit). ANSWER_MIN_SCORE compares `relevance`.
 SEMANTIC_WEIGHT = 0.75
 LEXICAL_WEIGHT = 0.2
 TITLE_WEIGHT = 0.5
@@ -285,15 +285,30 @@ def gather(
 
 
 def score(item: Evidence) -> float:
-    """How well one sentence answers: mostly meaning, then words, then the
-    heading or question it stands under and whether it holds what is asked
-    for, a little less for lower-ranked chunks."""
+    """How well one sentence answers, what orders the evidence: how closely it
+    matches the question (`relevance`), whether it holds what is asked for,
+    a little less for lower-ranked chunks."""
+    return (
+        relevance(item)
+        + TYPE_WEIGHT * item.typed
+        - RANK_PENALTY * rank_distance(item.rank)
+    )
+
+
+def relevance(item: Evidence) -> float:
+    """How closely the unit itself matches the question: mostly its meaning,
+    then the question's words it holds and the heading or question it stands
+    under on its page. What ANSWER_MIN_SCORE compares, so that a refusal rests
+    on what would be quoted. Neither the credit for holding the kind of thing
+    asked for nor retrieval's rank is in it: a date, a name or an "is a" is in
+    sentences about anything (off-topic questions found a reference list's
+    "2018." and "points of integration is a better strategy"), and the rank
+    comes from a chunk's retrieval text, its title and heading path included
+    (documents.ingestion.context), not from the sentence."""
     return (
         SEMANTIC_WEIGHT * item.semantic
         + LEXICAL_WEIGHT * item.lexical
         + TITLE_WEIGHT * max(0.0, item.title - item.semantic)
-        + TYPE_WEIGHT * item.typed
-        - RANK_PENALTY * rank_distance(item.rank)
     )
 
 
@@ -306,10 +321,12 @@ def rank_distance(rank: int) -> float:
 def select(
     evidence: list[Evidence], *, min_score: float, max_chars: int
 ) -> list[Evidence]:
-    """The sentences an answer quotes, best first: the best one when it scores
-    at least `min_score`, then those that score close to it, say something the
-    chosen ones don't, and fit in `max_chars`."""
-    if not evidence or evidence[0].score < min_score:
+    """The sentences an answer quotes, best first, out of those whose
+    relevance is at least `min_score` (none: the answer is a refusal): the
+    best one, then those that score close to it, say something the chosen
+    ones don't, and fit in `max_chars`."""
+    evidence = [item for item in evidence if relevance(item) >= min_score]
+    if not evidence:
         return []
     best = evidence[0]
     chosen = [best]
