@@ -25,6 +25,7 @@ def main() -> int:
     parser.add_argument("--show", default="none")
     parser.add_argument("--dump")
     parser.add_argument("--threshold", type=float)
+    parser.add_argument("--ask", nargs=2, metavar=("CHANNEL", "QUESTION"))
     args = parser.parse_args()
     stack.boot("answers", EMBEDDING_THREADS="0")
     from documents.generation import evidence
@@ -33,6 +34,17 @@ def main() -> int:
 
     channels = answers.build_channels(False)
     questions = json.loads(answers.QUESTIONS.read_text())["questions"]
+    if args.ask:
+        question = args.ask[1]
+        chunks = evidence_chunks(channels[args.ask[0]], question)
+        for index, item in enumerate(evidence.gather(question, chunks)[:12]):
+            print(
+                f"#{index:<2} {item.score:.3f} rel {evidence.relevance(item):.2f}"
+                f" sem {item.semantic:.2f} lex {item.lexical:.2f}"
+                f" tit {item.title:.2f} typ {item.typed:.2f} r{item.rank:<2}"
+                f" {item.sentence.kind[:4]} {item.text[:160]!r}"
+            )
+        return 0
     answers.gold_pages(channels, questions)
     answers.retriever_top5(channels, questions)
     rows = []

@@ -68,6 +68,8 @@ class Evidence:
     title: float
     vector: np.ndarray
     typed: float = 0.0
+    title_lexical: float = 0.0
+    leads: bool = False
     score: float = 0.0
 
     @property
@@ -276,6 +278,8 @@ def gather(
             lexical=candidate.lexical,
             title=title_similarity.get(id(candidate.title), 0.0),
             typed=candidate.typed,
+            title_lexical=candidate.title_lexical,
+            leads=_leads(candidate),
             vector=vector,
         )
         item.score = score(item)

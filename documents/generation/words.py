@@ -66,8 +66,9 @@ _DEFINITION = re.compile(
     r"|\brefers? to\b|\bstands? for\b|\bdefined as\b|\bmeans\b|\bi\.e\.",
     re.I,
 )
+# "not only … but also" adds, it does not deny.
 _NEGATION = re.compile(
-    r"\b(?:no|not|never|none|nobody|nothing|without|neither|nor"
+    r"\b(?:no|not(?! only\b)|never|none|nobody|nothing|without|neither|nor"
     r"|ineffective|fail\w*)\b|n't\b",
     re.I,
 )
@@ -118,15 +119,23 @@ DEFINITION = _DEFINITION
 _ASK_WEIGHT = {_PERSON: 0.5}
 
 
-# Reference marks like "[11, 14, 39]" are no figures.
-_REFERENCES = re.compile(r"\[[\d,;\s–-]+\]")
+# Reference marks like "[11, 14, 39]" are no figures, nor are the numbers of
+# tables, figures and sections ("see Table 2", "Fig. 3", "§5").
+_REFERENCES = re.compile(
+    r"\[[\d,;\s–-]+\]"
+    r"|(?:\b(?:Tables?|Figures?|Figs?\.|Sections?|Sec\.|Chapters?|Appendix"
+    r"|Eqs?\.|Equations?)\s+|§\s*)[A-Z]?\d+(?:[-–.]\d+)*"
+)
 _NUMBER_NEAR = 3  # words between a count and what it counts
 
 
 def typed(text: str, expected: list[re.Pattern], wanted: set[str]) -> float:
-    """How far `text` holds what the question asks for (0 to 1). A figure
-    counts fully next to one of the question's words ("73 airplanes" for "how
-    many airplanes"), half anywhere else."""
+    """How far `text` holds what the question asks for (0 to 1). A figure, a
+    date, a condition, a name, a reason or a negation counts fully next to one
+    of the question's words ("73 airplanes" for "how many airplanes", "The test
+    passes if" for "when does the test pass?"), half anywhere else: a unit
+    holding the asked-for kind of thing about something else ("If the reading
+    system does not have a viewport") does not answer."""
     text = _REFERENCES.sub(" ", text)
     found = 0.0
     for gives in expected:
@@ -144,9 +153,24 @@ def typed(text: str, expected: list[re.Pattern], wanted: set[str]) -> float:
             found += 1.0 if near else (0.5 if _FIGURE.search(text) else 0.0)
         elif gives is _DEFINITION:
             found += 1.0 if _defines(text, wanted) else 0.0
-        elif gives.search(text):
-            found += _ASK_WEIGHT.get(gives, 1.0)
+        elif is_choice(gives):
+            found += 1.0 if gives.search(text) else 0.0
+        else:
+            matches = list(gives.finditer(text))
+            if matches:
+                weight = _ASK_WEIGHT.get(gives, 1.0)
+                near = any(_next_to(text, match, wanted) for match in matches)
+                found += weight if near else weight / 2
     return found / len(expected)
+
+
+def _next_to(text: str, match: re.Match, wanted: set[str]) -> bool:
+    """Whether one of the question's words is within _TERM_NEAR words of
+    `match`: "comments on this proposed AD by September 21" gives the date of
+    the comments, "…, dated July 20, 2020." in a list of bulletins another."""
+    before = text[: match.start()].split()[-_TERM_NEAR:]
+    after = text[match.end() :].split()[:_TERM_NEAR]
+    return bool(terms(" ".join([*before, match.group(0), *after])) & wanted)
 
 
 _TERM_NEAR = 6  # words between a term and the words that define it
