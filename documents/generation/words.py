@@ -215,6 +215,24 @@ def is_choice(pattern: re.Pattern) -> bool:
     return pattern.pattern.startswith(_CHOICE_MARK)
 
 
+# "Which judge was …", "What value types can …": the words naming what is
+# asked for, between "which"/"what" and the verb.
+_FOCUS = re.compile(
+    r"^\s*(?:to |for |in |on |at |from |by )?(?:which|what)\s+((?:(?!(?:is|are|was|were"
+    r"|do|does|did|can|could|should|would|will|must|has|have|had|may|might)\b)\S+\s+){1,4}?)"
+    r"(?:is|are|was|were|do|does|did|can|could|should|would|will|must|has|have|had"
+    r"|may|might)\b",
+    re.I,
+)
+
+
+def focus_terms(query: str) -> frozenset[str]:
+    """The terms of what a "which X …?" or "what X …?" question asks for: an
+    answer names it ("Judge Susan J. Dlott" for "Which judge …?")."""
+    match = _FOCUS.search(query)
+    return terms(match.group(1)) if match else frozenset()
+
+
 def defined_term(query: str) -> frozenset[str]:
     """The terms of what a question asks the meaning of ("saturation" in "What
     does saturation measure?"), none when it asks for no meaning."""

@@ -293,3 +293,13 @@ def test_refusal_rests_on_relevance_not_on_the_kind_asked_for(faq):
     assert all(evidence.relevance(c) >= min(between, best + 0.01) for c in chosen)
     assert evidence.select(found, min_score=best + 0.01, max_chars=500) == []
     assert evidence.select(found, min_score=best, max_chars=500)
+
+
+def test_which_questions_name_what_they_ask_for():
+    """ "Which judge …?" asks for a judge: the unit naming one answers it
+    rather than one about the lawsuit (issue 22's held-out questions)."""
+    assert words.focus_terms("Which judge was the lawsuit assigned to?") == {"judg"}
+    assert words.focus_terms("To which judge was the case moved?") == {"judg"}
+    assert words.focus_terms("What value types can a field have?") == {"valu", "type"}
+    assert words.focus_terms("What is the deadline?") == frozenset()
+    assert words.focus_terms("How do I stop a key?") == frozenset()
