@@ -28,6 +28,7 @@ from documents.generation.words import (
     DEFINITION,
     FIGURES,
     answer_types,
+    counted_terms,
     defined_term,
     focus_terms,
     is_choice,
@@ -194,6 +195,7 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
     if not candidates or not wanted:
         return candidates
     focus = focus_terms(query)
+    counted = counted_terms(query)
     unit_terms = [terms(c.unit.text) & wanted for c in candidates]
     spread = Counter(t for found in unit_terms for t in found)
     weight = {
@@ -218,7 +220,9 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
                 if candidate.unit.kind == Kind.ROW or candidate.unit.table_header
                 else expected
             )
-            candidate.typed = typed(candidate.unit.text, asked, wanted) if asked else 0
+            candidate.typed = (
+                typed(candidate.unit.text, asked, wanted, counted) if asked else 0
+            )
             # In a glossary the term is the heading and the definition the
             # sentence under it ("Black-box monitoring" / "Testing externally
             # visible behavior …"): that sentence is what "what is" asks for.

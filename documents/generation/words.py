@@ -129,14 +129,22 @@ _REFERENCES = re.compile(
 _NUMBER_NEAR = 3  # words between a count and what it counts
 
 
-def typed(text: str, expected: list[re.Pattern], wanted: set[str]) -> float:
+def typed(
+    text: str,
+    expected: list[re.Pattern],
+    wanted: set[str],
+    counted: frozenset[str] = frozenset(),
+) -> float:
     """How far `text` holds what the question asks for (0 to 1). A figure, a
     date, a condition, a name, a reason or a negation counts fully next to one
     of the question's words ("73 airplanes" for "how many airplanes", "The test
     passes if" for "when does the test pass?"), half anywhere else: a unit
     holding the asked-for kind of thing about something else ("If the reading
-    system does not have a viewport") does not answer."""
+    system does not have a viewport") does not answer. For "how many X", a
+    figure counts fully next to X, what is `counted` (not "75k words" for "how
+    many summaries are in Multi-LexSum?")."""
     text = _REFERENCES.sub(" ", text)
+    beside = counted or wanted
     found = 0.0
     for gives in expected:
         if gives is _FIGURE:
@@ -147,7 +155,7 @@ def typed(text: str, expected: list[re.Pattern], wanted: set[str]) -> float:
                     window = words[
                         max(0, index - _NUMBER_NEAR) : index + 1 + _NUMBER_NEAR
                     ]
-                    if terms(" ".join(window)) & wanted:
+                    if terms(" ".join(window)) & beside:
                         near = True
                         break
             found += 1.0 if near else (0.5 if _FIGURE.search(text) else 0.0)
@@ -215,15 +223,27 @@ def is_choice(pattern: re.Pattern) -> bool:
     return pattern.pattern.startswith(_CHOICE_MARK)
 
 
+_VERB = (
+    r"(?:is|are|was|were|do|does|did|can|could|should|would|will|must|has|have"
+    r"|had|may|might)\b"
+)
 # "Which judge was …", "What value types can …": the words naming what is
 # asked for, between "which"/"what" and the verb.
 _FOCUS = re.compile(
-    r"^\s*(?:to |for |in |on |at |from |by )?(?:which|what)\s+((?:(?!(?:is|are|was|were"
-    r"|do|does|did|can|could|should|would|will|must|has|have|had|may|might)\b)\S+\s+){1,4}?)"
-    r"(?:is|are|was|were|do|does|did|can|could|should|would|will|must|has|have|had"
-    r"|may|might)\b",
+    r"^\s*(?:to |for |in |on |at |from |by )?(?:which|what)\s+"
+    rf"((?:(?!{_VERB})\S+\s+){{1,4}}?){_VERB}",
     re.I,
 )
+# "How many summaries are …": what is counted.
+_COUNTED = re.compile(
+    rf"\bhow (?:many|much)\s+((?:(?!{_VERB})\S+\s+){{1,4}}?){_VERB}", re.I
+)
+
+
+def counted_terms(query: str) -> frozenset[str]:
+    """The terms of what a "how many X …?" question counts."""
+    match = _COUNTED.search(query)
+    return terms(match.group(1)) if match else frozenset()
 
 
 def focus_terms(query: str) -> frozenset[str]:

@@ -303,3 +303,15 @@ def test_which_questions_name_what_they_ask_for():
     assert words.focus_terms("What value types can a field have?") == {"valu", "type"}
     assert words.focus_terms("What is the deadline?") == frozenset()
     assert words.focus_terms("How do I stop a key?") == frozenset()
+
+
+def test_how_many_wants_the_figure_next_to_what_is_counted():
+    """ "How many summaries are in Multi-LexSum?" counts summaries: a figure
+    next to "Multi-LexSum" about words is not the count."""
+    question = "How many summaries are in the Multi-LexSum dataset?"
+    asked, wanted = words.answer_types(question), words.terms(question)
+    counted = words.counted_terms(question)
+    assert counted == {"summari"}
+    words_ = "Multi-LexSum sources run over 75k words, far longer."
+    assert words.typed(words_, asked, wanted, counted) == 0.5
+    assert words.typed("It holds 9,280 summaries.", asked, wanted, counted) == 1.0
