@@ -73,9 +73,7 @@ class Evidence:
     title: float
     vector: np.ndarray
     typed: float = 0.0
-    title_lexical: float = 0.0
     focus: float = 0.0
-    leads: bool = False
     score: float = 0.0
 
     @property
@@ -294,9 +292,7 @@ def gather(
             lexical=candidate.lexical,
             title=title_similarity.get(id(candidate.title), 0.0),
             typed=candidate.typed,
-            title_lexical=candidate.title_lexical,
             focus=candidate.focus,
-            leads=_leads(candidate),
             vector=vector,
         )
         item.score = score(item)
