@@ -431,6 +431,7 @@ def calibrate(channels: dict, questions: list[dict]) -> None:
                 value = (
                     relevance
                     + typed * item.typed
+                    + evidence.FOCUS_WEIGHT * item.focus
                     - rank * evidence.rank_distance(item.rank)
                 )
                 scored.append((value, item, label, relevance))
