@@ -13,8 +13,9 @@ with short gold strings and the pages that hold the answer, plus off-topic
 questions that must be refused.
 
 The questions are cut in two halves by a hash of their text. The refusal
-threshold (ANSWER_MIN_SCORE) is fitted on the "fit" half only, in-process: just
-above the best evidence score of its off-topic questions. The server then runs
+threshold (ANSWER_MIN_SCORE) is fitted on the "fit" half only, in-process:
+halfway between the most relevant unit of its off-topic questions and the least
+relevant gold unit above it (fit_threshold). The server then runs
 with that threshold, and the figures that count are those of the "held-out"
 half, which nothing was fitted to.
 
@@ -198,21 +199,44 @@ def document_format(question: dict) -> str:
 
 
 def fit_threshold(channels: dict, questions: list[dict]) -> float:
-    """ANSWER_MIN_SCORE fitted on the FIT half: just above the best evidence
-    score of its off-topic questions, so that none of them is answered."""
+    """ANSWER_MIN_SCORE fitted on the FIT half. An answer quotes only units
+    whose relevance (evidence.relevance) reaches the threshold, so it must lie
+    above the most relevant unit of every off-topic question, and below the
+    gold units of the on-topic ones; it is put halfway between the best
+    off-topic unit and the least relevant gold unit above it (the widest
+    margin on either side: "just above the best off-topic" is beaten by the
+    next off-topic question half of the time)."""
     from documents.generation import evidence
     from documents.generation.service import evidence_chunks
 
-    best = []
+    off, gold = [], []
     for question in questions:
-        if half(question) != FIT or not question.get("off_topic"):
+        if half(question) != FIT:
             continue
         chunks = evidence_chunks(channels[question["channel"]], question["question"])
         items = evidence.gather(question["question"], chunks)
-        best.append((items[0].score if items else 0.0, question["question"]))
-    for score, text in sorted(best, reverse=True)[:3]:
-        print(f"  fit half, off-topic best evidence {score:.3f}: {text}")
-    return round(max(best, default=(0.0, ""))[0] + 0.01, 3)
+        if question.get("off_topic"):
+            best = max((evidence.relevance(item) for item in items), default=0.0)
+            off.append((best, question["question"]))
+            continue
+        strings = [normalise(g) for g in question["gold"]]
+        found = [
+            evidence.relevance(item)
+            for item in items
+            if item.key in question["gold_pages"]
+            and any(g in normalise(item.text) for g in strings)
+        ]
+        if found:
+            gold.append((max(found), question["question"]))
+    for relevance, text in sorted(off, reverse=True)[:3]:
+        print(f"  fit half, off-topic best relevance {relevance:.3f}: {text}")
+    ceiling = max(off, default=(0.0, ""))[0]
+    above = sorted(item for item in gold if item[0] > ceiling)
+    for relevance, text in above[:2]:
+        print(f"  fit half, least relevant gold unit above it {relevance:.3f}: {text}")
+    if not above:
+        return round(ceiling + 0.01, 3)
+    return round((ceiling + above[0][0]) / 2, 3)
 
 
 def retriever_top5(channels: dict, questions: list[dict]) -> None:
@@ -393,29 +417,33 @@ def calibrate(channels: dict, questions: list[dict]) -> None:
 
     def evaluate(weights: tuple, margin: float, most: int) -> tuple:
         """(answered, first-sentence hits, median chars, threshold) when the
-        threshold sits just above the best off-topic score."""
+        threshold sits just above the most relevant off-topic unit."""
         semantic, lexical, title, typed, rank = weights
         ranked = []
         for question, items, labels in gathered:
-            scored = sorted(
-                (
-                    (
-                        semantic * i.semantic
-                        + lexical * i.lexical
-                        + title * max(0.0, i.title - i.semantic)
-                        + typed * i.typed
-                        - rank * evidence.rank_distance(i.rank),
-                        i,
-                        label,
-                    )
-                    for i, label in zip(items, labels, strict=True)
-                ),
-                key=lambda entry: -entry[0],
-            )
+            scored = []
+            for item, label in zip(items, labels, strict=True):
+                relevance = (
+                    semantic * item.semantic
+                    + lexical * item.lexical
+                    + title * max(0.0, item.title - item.semantic)
+                )
+                value = (
+                    relevance
+                    + typed * item.typed
+                    + evidence.FOCUS_WEIGHT * item.focus
+                    - rank * evidence.rank_distance(item.rank)
+                )
+                scored.append((value, item, label, relevance))
+            scored.sort(key=lambda entry: -entry[0])
             ranked.append((question, scored))
         threshold = (
             max(
-                (scored[0][0] for q, scored in ranked if q.get("off_topic") and scored),
+                (
+                    max(entry[3] for entry in scored)
+                    for q, scored in ranked
+                    if q.get("off_topic") and scored
+                ),
                 default=0.0,
             )
             + 0.01
@@ -423,7 +451,8 @@ def calibrate(channels: dict, questions: list[dict]) -> None:
         answered = first = 0
         lengths = []
         for question, scored in ranked:
-            if question.get("off_topic") or not scored or scored[0][0] < threshold:
+            scored = [entry for entry in scored if entry[3] >= threshold]
+            if question.get("off_topic") or not scored:
                 lengths.append(len(REFUSAL))
                 continue
             chosen = [scored[0]]
@@ -442,7 +471,7 @@ def calibrate(channels: dict, questions: list[dict]) -> None:
                     continue
                 chosen.append(entry)
                 used += evidence.LABEL_CHARS + len(entry[1].text)
-            answered += any(label for _, _, label in chosen)
+            answered += any(entry[2] for entry in chosen)
             first += chosen[0][2]
             lengths.append(used + evidence.LABEL_CHARS)
         return answered, first, statistics.median(lengths), threshold
@@ -485,9 +514,11 @@ def calibrate(channels: dict, questions: list[dict]) -> None:
     )
     best = {True: [], False: []}
     for question, items, _ in gathered:
-        best[bool(question.get("off_topic"))].append(items[0].score if items else 0)
+        best[bool(question.get("off_topic"))].append(
+            max((evidence.relevance(item) for item in items), default=0.0)
+        )
     print(
-        "best evidence scores in use: off-topic "
+        "best relevance in use: off-topic "
         + " ".join(f"{b:.2f}" for b in sorted(best[True], reverse=True))
         + "; lowest on-topic "
         + " ".join(f"{b:.2f}" for b in sorted(best[False])[:10])
@@ -495,7 +526,7 @@ def calibrate(channels: dict, questions: list[dict]) -> None:
     print(
         f"in use: {current}, margin {evidence.CLOSE_MARGIN}: answered {answered}/{on},"
         f" first-sentence hit {first}/{on}, median {median:.0f} chars, with the "
-        f"threshold at {threshold:.3f} (the best off-topic score + 0.01)"
+        f"threshold at {threshold:.3f} (the best off-topic relevance + 0.01)"
     )
 
 

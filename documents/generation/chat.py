@@ -83,16 +83,18 @@ def evidence_sources(
     query_vector=None,
 ) -> list[Source]:
     """The pages to show the model, best evidence first, each with its
-    sentences best first; none when the best evidence scores below
-    `min_score`."""
+    sentences best first; none when no evidence is relevant enough
+    (evidence.relevance at least `min_score`)."""
     found = evidence_.gather(query, chunks, query_vector=query_vector)
-    if not found or found[0].score < min_score:
+    if not any(evidence_.relevance(item) >= min_score for item in found):
         return []
     by_page: dict[tuple[int, int], Source] = {}
     used = 0
     for item in found:
-        if item.score < min_score - CONTEXT_MARGIN or used >= EVIDENCE_CHARS:
+        if used >= EVIDENCE_CHARS:
             break
+        if evidence_.relevance(item) < min_score - CONTEXT_MARGIN:
+            continue
         text = neutralise(item.text)
         source = by_page.get(item.key)
         if source is None:

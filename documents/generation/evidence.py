@@ -28,7 +28,9 @@ from documents.generation.words import (
     DEFINITION,
     FIGURES,
     answer_types,
+    counted_terms,
     defined_term,
+    focus_terms,
     is_choice,
     terms,
     typed,
@@ -38,12 +40,15 @@ from documents.regions import PageSource, load_pages
 from documents.results import RetrievedChunk
 
 # Weights of the score, fitted on the questions of benchmarks/answers.py
-# (`--calibrate` prints the fit). The score is what ANSWER_MIN_SCORE compares.
+# (`--calibrate` prints the fit). ANSWER_MIN_SCORE compares `relevance`.
 SEMANTIC_WEIGHT = 0.75
 LEXICAL_WEIGHT = 0.2
 TITLE_WEIGHT = 0.5
 TYPE_WEIGHT = 0.3
 RANK_PENALTY = 0.04
+# "Which judge …?": a unit naming what is asked for (or standing under a
+# heading that does) answers it (0.05-0.15 score the same on the fit half).
+FOCUS_WEIGHT = 0.1
 # Candidates scored by meaning (embedded), out of those that score best
 # without the model.
 EMBED_BUDGET = 24
@@ -68,6 +73,7 @@ class Evidence:
     title: float
     vector: np.ndarray
     typed: float = 0.0
+    focus: float = 0.0
     score: float = 0.0
 
     @property
@@ -140,6 +146,7 @@ class _Candidate:
     title: Sentence | None
     lexical: float = 0.0
     title_lexical: float = 0.0
+    focus: float = 0.0
     typed: float = 0.0
     cheap: float = 0.0
 
@@ -185,6 +192,8 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
     wanted = terms(query)
     if not candidates or not wanted:
         return candidates
+    focus = focus_terms(query)
+    counted = counted_terms(query)
     unit_terms = [terms(c.unit.text) & wanted for c in candidates]
     spread = Counter(t for found in unit_terms for t in found)
     weight = {
@@ -193,6 +202,11 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
     total = sum(weight.values())
     for candidate, found in zip(candidates, unit_terms, strict=True):
         candidate.lexical = sum(weight[t] for t in found) / total
+        if focus:
+            held = terms(candidate.unit.text)
+            if candidate.title is not None:
+                held = held | terms(candidate.title.text)
+            candidate.focus = len(held & focus) / len(focus)
         if candidate.title is not None:
             title_terms = terms(candidate.title.text) & wanted
             candidate.title_lexical = sum(weight[t] for t in title_terms) / total
@@ -204,7 +218,9 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
                 if candidate.unit.kind == Kind.ROW or candidate.unit.table_header
                 else expected
             )
-            candidate.typed = typed(candidate.unit.text, asked, wanted) if asked else 0
+            candidate.typed = (
+                typed(candidate.unit.text, asked, wanted, counted) if asked else 0
+            )
             # In a glossary the term is the heading and the definition the
             # sentence under it ("Black-box monitoring" / "Testing externally
             # visible behavior …"): that sentence is what "what is" asks for.
@@ -276,6 +292,7 @@ def gather(
             lexical=candidate.lexical,
             title=title_similarity.get(id(candidate.title), 0.0),
             typed=candidate.typed,
+            focus=candidate.focus,
             vector=vector,
         )
         item.score = score(item)
@@ -285,15 +302,32 @@ def gather(
 
 
 def score(item: Evidence) -> float:
-    """How well one sentence answers: mostly meaning, then words, then the
-    heading or question it stands under and whether it holds what is asked
-    for, a little less for lower-ranked chunks."""
+    """How well one sentence answers, what orders the evidence: how closely it
+    matches the question (`relevance`), whether it holds the kind of thing
+    asked for, whether it (or its heading) names what a "which X" question
+    asks for, a little less for lower-ranked chunks."""
+    return (
+        relevance(item)
+        + TYPE_WEIGHT * item.typed
+        + FOCUS_WEIGHT * item.focus
+        - RANK_PENALTY * rank_distance(item.rank)
+    )
+
+
+def relevance(item: Evidence) -> float:
+    """How closely the unit itself matches the question: mostly its meaning,
+    then the question's words it holds and the heading or question it stands
+    under on its page. What ANSWER_MIN_SCORE compares, so that a refusal rests
+    on what would be quoted. Neither the credit for holding the kind of thing
+    asked for nor retrieval's rank is in it: a date, a name or an "is a" is in
+    sentences about anything (off-topic questions found a reference list's
+    "2018." and "points of integration is a better strategy"), and the rank
+    comes from a chunk's retrieval text, its title and heading path included
+    (documents.ingestion.context), not from the sentence."""
     return (
         SEMANTIC_WEIGHT * item.semantic
         + LEXICAL_WEIGHT * item.lexical
         + TITLE_WEIGHT * max(0.0, item.title - item.semantic)
-        + TYPE_WEIGHT * item.typed
-        - RANK_PENALTY * rank_distance(item.rank)
     )
 
 
@@ -306,10 +340,12 @@ def rank_distance(rank: int) -> float:
 def select(
     evidence: list[Evidence], *, min_score: float, max_chars: int
 ) -> list[Evidence]:
-    """The sentences an answer quotes, best first: the best one when it scores
-    at least `min_score`, then those that score close to it, say something the
-    chosen ones don't, and fit in `max_chars`."""
-    if not evidence or evidence[0].score < min_score:
+    """The sentences an answer quotes, best first, out of those whose
+    relevance is at least `min_score` (none: the answer is a refusal): the
+    best one, then those that score close to it, say something the chosen
+    ones don't, and fit in `max_chars`."""
+    evidence = [item for item in evidence if relevance(item) >= min_score]
+    if not evidence:
         return []
     best = evidence[0]
     chosen = [best]

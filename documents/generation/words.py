@@ -66,8 +66,9 @@ _DEFINITION = re.compile(
     r"|\brefers? to\b|\bstands? for\b|\bdefined as\b|\bmeans\b|\bi\.e\.",
     re.I,
 )
+# "not only … but also" adds, it does not deny.
 _NEGATION = re.compile(
-    r"\b(?:no|not|never|none|nobody|nothing|without|neither|nor"
+    r"\b(?:no|not(?! only\b)|never|none|nobody|nothing|without|neither|nor"
     r"|ineffective|fail\w*)\b|n't\b",
     re.I,
 )
@@ -118,16 +119,32 @@ DEFINITION = _DEFINITION
 _ASK_WEIGHT = {_PERSON: 0.5}
 
 
-# Reference marks like "[11, 14, 39]" are no figures.
-_REFERENCES = re.compile(r"\[[\d,;\s–-]+\]")
+# Reference marks like "[11, 14, 39]" are no figures, nor are the numbers of
+# tables, figures and sections ("see Table 2", "Fig. 3", "§5").
+_REFERENCES = re.compile(
+    r"\[[\d,;\s–-]+\]"
+    r"|(?:\b(?:Tables?|Figures?|Figs?\.|Sections?|Sec\.|Chapters?|Appendix"
+    r"|Eqs?\.|Equations?)\s+|§\s*)[A-Z]?\d+(?:[-–.]\d+)*"
+)
 _NUMBER_NEAR = 3  # words between a count and what it counts
 
 
-def typed(text: str, expected: list[re.Pattern], wanted: set[str]) -> float:
-    """How far `text` holds what the question asks for (0 to 1). A figure
-    counts fully next to one of the question's words ("73 airplanes" for "how
-    many airplanes"), half anywhere else."""
+def typed(
+    text: str,
+    expected: list[re.Pattern],
+    wanted: set[str],
+    counted: frozenset[str] = frozenset(),
+) -> float:
+    """How far `text` holds what the question asks for (0 to 1). A figure, a
+    date, a condition, a name, a reason or a negation counts fully next to one
+    of the question's words ("73 airplanes" for "how many airplanes", "The test
+    passes if" for "when does the test pass?"), half anywhere else: a unit
+    holding the asked-for kind of thing about something else ("If the reading
+    system does not have a viewport") does not answer. For "how many X", a
+    figure counts fully next to X, what is `counted` (not "75k words" for "how
+    many summaries are in Multi-LexSum?")."""
     text = _REFERENCES.sub(" ", text)
+    beside = counted or wanted
     found = 0.0
     for gives in expected:
         if gives is _FIGURE:
@@ -138,15 +155,30 @@ def typed(text: str, expected: list[re.Pattern], wanted: set[str]) -> float:
                     window = words[
                         max(0, index - _NUMBER_NEAR) : index + 1 + _NUMBER_NEAR
                     ]
-                    if terms(" ".join(window)) & wanted:
+                    if terms(" ".join(window)) & beside:
                         near = True
                         break
             found += 1.0 if near else (0.5 if _FIGURE.search(text) else 0.0)
         elif gives is _DEFINITION:
             found += 1.0 if _defines(text, wanted) else 0.0
-        elif gives.search(text):
-            found += _ASK_WEIGHT.get(gives, 1.0)
+        elif is_choice(gives):
+            found += 1.0 if gives.search(text) else 0.0
+        else:
+            matches = list(gives.finditer(text))
+            if matches:
+                weight = _ASK_WEIGHT.get(gives, 1.0)
+                near = any(_next_to(text, match, wanted) for match in matches)
+                found += weight if near else weight / 2
     return found / len(expected)
+
+
+def _next_to(text: str, match: re.Match, wanted: set[str]) -> bool:
+    """Whether one of the question's words is within _TERM_NEAR words of
+    `match`: "comments on this proposed AD by September 21" gives the date of
+    the comments, "…, dated July 20, 2020." in a list of bulletins another."""
+    before = text[: match.start()].split()[-_TERM_NEAR:]
+    after = text[match.end() :].split()[:_TERM_NEAR]
+    return bool(terms(" ".join([*before, match.group(0), *after])) & wanted)
 
 
 _TERM_NEAR = 6  # words between a term and the words that define it
@@ -189,6 +221,36 @@ def _choice(query: str) -> re.Pattern | None:
 def is_choice(pattern: re.Pattern) -> bool:
     """Whether `pattern` is a choice's (both alternatives named)."""
     return pattern.pattern.startswith(_CHOICE_MARK)
+
+
+_VERB = (
+    r"(?:is|are|was|were|do|does|did|can|could|should|would|will|must|has|have"
+    r"|had|may|might)\b"
+)
+# "Which judge was …", "What value types can …": the words naming what is
+# asked for, between "which"/"what" and the verb.
+_FOCUS = re.compile(
+    r"^\s*(?:to |for |in |on |at |from |by )?(?:which|what)\s+"
+    rf"((?:(?!{_VERB})\S+\s+){{1,4}}?){_VERB}",
+    re.I,
+)
+# "How many summaries are …": what is counted.
+_COUNTED = re.compile(
+    rf"\bhow (?:many|much)\s+((?:(?!{_VERB})\S+\s+){{1,4}}?){_VERB}", re.I
+)
+
+
+def counted_terms(query: str) -> frozenset[str]:
+    """The terms of what a "how many X …?" question counts."""
+    match = _COUNTED.search(query)
+    return terms(match.group(1)) if match else frozenset()
+
+
+def focus_terms(query: str) -> frozenset[str]:
+    """The terms of what a "which X …?" or "what X …?" question asks for: an
+    answer names it ("Judge Susan J. Dlott" for "Which judge …?")."""
+    match = _FOCUS.search(query)
+    return terms(match.group(1)) if match else frozenset()
 
 
 def defined_term(query: str) -> frozenset[str]:

@@ -252,3 +252,66 @@ def test_a_tables_header_row_is_a_row_too(make_channel, fake_embedder):
     found = evidence.gather(question, evidence_chunks(channel, question))
     header = next(i for i in found if i.text == "| Top left | Top right |")
     assert header.lexical > 0
+
+
+def test_the_asked_for_kind_counts_fully_only_next_to_the_questions_words():
+    """A condition, a date or a negation counts fully next to what the question
+    names, half elsewhere: "The test passes if …" answers "When does the test
+    pass?", "If the reading system has no viewport …" does not (issue 22)."""
+    question = "When does the styling test pass?"
+    asked, wanted = words.answer_types(question), words.terms(question)
+    assert words.typed("The test passes if the equation is yellow.", asked, wanted) == 1
+    assert words.typed("If the reader has no viewport, mark it.", asked, wanted) == 0.5
+    question = "Which proposed treatments did not work?"
+    asked, wanted = words.answer_types(question), words.terms(question)
+    failed = "Several proposed treatments showed no appreciable efficacy."
+    assert words.typed(failed, asked, wanted) == 1.0
+    # "not only … but also" adds; it denies nothing.
+    assert words.typed("We need not only masks but also care.", asked, wanted) == 0
+
+
+def test_numbers_of_tables_and_sections_are_no_figures():
+    many = words.answer_types("How many datasets are there?")
+    wanted = words.terms("How many datasets are there?")
+    assert words.typed("Unlike other datasets (see Table 2).", many, wanted) == 0
+    assert words.typed("As §5 and Fig. 3 show for datasets.", many, wanted) == 0
+    assert words.typed("We collected 12 datasets.", many, wanted) == 1.0
+
+
+def test_refusal_rests_on_relevance_not_on_the_kind_asked_for(faq):
+    """A sentence holding a duration gets the answer-type credit in its score,
+    but whether anything is quoted depends on `relevance` alone: an answer
+    whose only merit is holding the asked-for kind is refused."""
+    question = "How long does a scan take?"
+    found = evidence.gather(question, evidence_chunks(faq, question))
+    duration = next(i for i in found if "20 minutes" in i.text)
+    assert duration.typed == 1.0
+    assert evidence.score(duration) > evidence.relevance(duration)
+    between = (evidence.relevance(duration) + evidence.score(duration)) / 2
+    best = max(evidence.relevance(i) for i in found)
+    chosen = evidence.select(found, min_score=min(between, best + 0.01), max_chars=500)
+    assert all(evidence.relevance(c) >= min(between, best + 0.01) for c in chosen)
+    assert evidence.select(found, min_score=best + 0.01, max_chars=500) == []
+    assert evidence.select(found, min_score=best, max_chars=500)
+
+
+def test_which_questions_name_what_they_ask_for():
+    """ "Which judge …?" asks for a judge: the unit naming one answers it
+    rather than one about the lawsuit (issue 22's held-out questions)."""
+    assert words.focus_terms("Which judge was the lawsuit assigned to?") == {"judg"}
+    assert words.focus_terms("To which judge was the case moved?") == {"judg"}
+    assert words.focus_terms("What value types can a field have?") == {"valu", "type"}
+    assert words.focus_terms("What is the deadline?") == frozenset()
+    assert words.focus_terms("How do I stop a key?") == frozenset()
+
+
+def test_how_many_wants_the_figure_next_to_what_is_counted():
+    """ "How many summaries are in Multi-LexSum?" counts summaries: a figure
+    next to "Multi-LexSum" about words is not the count."""
+    question = "How many summaries are in the Multi-LexSum dataset?"
+    asked, wanted = words.answer_types(question), words.terms(question)
+    counted = words.counted_terms(question)
+    assert counted == {"summari"}
+    words_ = "Multi-LexSum sources run over 75k words, far longer."
+    assert words.typed(words_, asked, wanted, counted) == 0.5
+    assert words.typed("It holds 9,280 summaries.", asked, wanted, counted) == 1.0
