@@ -10,7 +10,8 @@ the 117-page book, the ingestable DOCX, PPTX, XLSX, HTML and EPUB files of
 office/, 300 SciFact abstracts as plain text and the demo's Markdown guides.
 For each format it prints the pipeline's chunks/s and the embedder's own
 chunks/s on the same chunks, and their ratio: right after each document is
-ingested, its chunks are embedded again in one call with the bare embedder, so
+ingested, its chunks are embedded again in one call with the bare embedder
+(the same text the pipeline embeds: `retrieval_text`, context and text), so
 that both figures see the same machine (other work on a shared machine moves
 them together). The pipeline embeds while the reader child reads; the stages
 printed for each format overlap accordingly. Scanned PDFs and images are read by OCR:
@@ -52,6 +53,7 @@ from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
 from documents.access import COMMAND_LINE  # noqa: E402
 from documents.ingestion import embeddings  # noqa: E402
+from documents.ingestion.context import retrieval_text  # noqa: E402
 from documents.ingestion.parsers import start_reader  # noqa: E402
 from documents.models import Chunk, Document, Page  # noqa: E402
 from documents.services import ingestion as ingestion_service  # noqa: E402
@@ -146,11 +148,14 @@ def ingest_group(name: str, items: list[tuple[str, bytes]], bare) -> dict:
         if document.status != Document.Status.READY:
             continue
         documents.append(document)
-        texts = list(
-            Chunk.objects.filter(document=document)
+        # The bare embedder embeds exactly what the pipeline embedded: each
+        # chunk's context with its text.
+        texts = [
+            retrieval_text(context, text)
+            for context, text in Chunk.objects.filter(document=document)
             .order_by("order")
-            .values_list("text", flat=True)
-        )
+            .values_list("context", "text")
+        ]
         started = time.perf_counter()
         if texts:
             bare(texts)
