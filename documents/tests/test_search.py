@@ -336,8 +336,9 @@ def _chunk_ids(where: str, params) -> set[int]:
 def test_a_filtered_scope_selects_the_chunks_of_the_filters_documents(
     wiki, metadata_filter
 ):
-    """The scope's condition (the filter's document ids) selects exactly the
-    chunks of the documents the filter keeps, and its size is their count."""
+    """Both forms of the scope's condition (the filter's document ids as an
+    array, and hashed per row) select exactly the chunks of the documents the
+    filter keeps, and its size is their count."""
     from documents.filters import compile_filter
 
     documents = (
@@ -351,9 +352,11 @@ def test_a_filtered_scope_selects_the_chunks_of_the_filters_documents(
     )
     assert expected
     assert _chunk_ids(*scope.condition) == expected
+    assert _chunk_ids(*scope.checked_per_row) == expected
     assert scope.size == len(expected)
     nothing = legs.Scope(wiki, Document.objects.none(), restricted=True)
     assert _chunk_ids(*nothing.condition) == set() and nothing.size == 0
+    assert _chunk_ids(*nothing.checked_per_row) == set()
     everything = legs.Scope(wiki, Document.objects.none(), restricted=False)
     assert _chunk_ids(*everything.condition) == set(
         Chunk.objects.filter(channel=wiki).values_list("id", flat=True)
