@@ -358,8 +358,10 @@ def _nearest(
 # against an exact ranking from 0.72 to 0.82 unfiltered and from 0.62 to 0.82
 # under a ~50% filter; on SciFact's real abstracts it doubled the vector leg's
 # p50 (5.9 -> 12.3 ms without the query embedding) for no gain (hybrid nDCG@10
-# 0.727 -> 0.725), so walks stay at 100 until a denser index is measured
-# (docs/scaling.md).
+# 0.727 -> 0.725), so walks stay at 100. With the m 32 index (documents 0021)
+# 200 raised the synthetic corpus's vector recall@50 from 0.69 to 0.74 unfiltered
+# and 0.85 to 0.92 under a ~50% filter, not at 5% (0.948 both), for 1.2-2x the
+# latency (docs/notes/scale-1m.md); SciFact at 200 is not measured.
 WALK_EF_SEARCH = 100
 MAX_EF_SEARCH = 1000
 
