@@ -143,7 +143,11 @@ def grow(target: int, rng: np.random.Generator) -> Channel:
     print(
         f"adding {documents_needed * CHUNKS_PER_DOCUMENT} synthetic chunks", flush=True
     )
-    words = vocabulary(rng)
+    words = vocabulary(np.random.default_rng(SEED))
+    # Draws go on from the rows already loaded: with the seed alone, growing a
+    # corpus loaded the same chunks again (quire_scale200k's second 200,000
+    # chunks were copies of its first, vectors and texts).
+    rng = np.random.default_rng([SEED, Chunk.objects.count()])
     word_lexemes = lexemes_of(words)
     ranks = np.arange(1, VOCABULARY + 1, dtype=np.float64)
     zipf = 1.0 / ranks**1.07

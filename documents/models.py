@@ -607,8 +607,8 @@ class Chunk(models.Model):
             HnswIndex(
                 name="chunk_embedding_hnsw",
                 fields=["embedding"],
-                m=16,
-                ef_construction=64,
+                m=32,
+                ef_construction=128,
                 opclasses=["vector_cosine_ops"],
             ),
         ]

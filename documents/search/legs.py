@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from django.conf import settings
-from django.db.models import QuerySet, Sum
+from django.contrib.postgres.aggregates import ArrayAgg
+from django.db.models import QuerySet, Sum, TextField
+from django.db.models.functions import Cast
 
 from documents.models import (
     Channel,
@@ -35,11 +37,6 @@ SCAN_TUPLES_MARGIN = 4
 # what an exact ranking of any scope that reaches it would cost.
 MIN_SCAN_TUPLES = 20_000
 MAX_SCAN_TUPLES = 500_000
-# A filter keeping under 1/SELECTIVE_SHARE of the channel's chunks is searched
-# from its documents (a semi-join), a broader one by an HNSW walk that checks
-# each row against a hashed list of the filter's documents; which way is faster
-# for which share was measured with benchmarks/scale.py (docs/performance.md).
-SELECTIVE_SHARE = 100
 # The keyword leg fetches candidates through the GIN index for the rarest query
 # terms whose chunk frequencies add up to at most this; commoner terms still count
 # in every candidate's score but no longer add candidates (their IDF is small).
@@ -72,44 +69,53 @@ class Scope:
     def size(self) -> int:
         """Chunks in scope, without touching the chunk table: the channel's
         size, or Document.chunk_count (kept by ingestion) of the documents."""
-        if not self.restricted and self.channel_size:
+        if self.restricted:
+            return self._filtered[1]
+        if self.channel_size:
             return self.channel_size
         return self.documents.aggregate(total=Sum("chunk_count"))["total"] or 0
 
-    @property
-    def selective(self) -> bool:
-        """Whether a filter keeps under 1% of the channel's chunks: then an HNSW
-        walk would have to visit over a hundred chunks for each one it keeps,
-        and starting from the filter's documents is faster."""
-        return self.restricted and self.size * SELECTIVE_SHARE < self.channel_size
+    @cached_property
+    def _filtered(self) -> tuple[str, int]:
+        """The filter's document ids (a PostgreSQL array literal) and their
+        chunk count, from one scan of the documents. Each leg then checks ids
+        instead of evaluating the filter again: under a filter keeping half of
+        20,000 documents that scan took 15-35 ms, and a search ran it three
+        times (the size, then each leg). The ids travel as text both ways:
+        converting 10,000 of them to and from a Python list took longer than
+        the scan."""
+        row = self.documents.order_by().aggregate(
+            ids=Cast(ArrayAgg("id"), TextField()), total=Sum("chunk_count")
+        )
+        return row["ids"] or "{}", row["total"] or 0
 
     @cached_property
     def condition(self) -> tuple[str, list]:
         """SQL selecting the chunks in scope (table alias `c`), and its parameters.
 
-        A filter's documents are a semi-join, so PostgreSQL can start from them
-        (through the filter's index) and fetch their chunks by document."""
-        return self._in_documents("c.document_id IN ({})")
+        A filter's documents are a constant array of ids, so an exact ranking
+        fetches their chunks through (channel, document)."""
+        if not self.restricted:
+            return self._not_unready()
+        return (
+            "c.channel_id = %s AND c.document_id = ANY(%s::bigint[])",
+            [self.channel.pk, self._filtered[0]],
+        )
 
     @cached_property
     def checked_per_row(self) -> tuple[str, list]:
-        """The same condition, checked row by row against a hashed list of the
-        filter's documents: for scans led by another index (HNSW), where the
-        semi-join became a nested loop comparing every row with every document
-        (0.56 s under a 5% filter at 1M chunks). PostgreSQL turns `IN` into that
-        join but keeps `NOT IN` a hashed list, hence the double negative."""
-        return self._in_documents("NOT (c.document_id NOT IN ({}))")
-
-    def _in_documents(self, membership: str) -> tuple[str, list]:
-        """The scope as SQL; `membership` places a filter's documents query."""
+        """The same chunks, each row checked against a hashed list of the
+        filter's document ids: for scans led by another index (HNSW, GIN).
+        A constant `= ANY` array would be hashed too, but PostgreSQL plans it
+        element by element (8-20 ms for 10,000 ids) and then prefers ANDing
+        in the document index (194,000 rows under a ~50% filter); `NOT IN`
+        over the unnested array is one hashed subplan."""
         if not self.restricted:
             return self._not_unready()
-        documents, params = (
-            self.documents.order_by().values("id").query.sql_with_params()
-        )
         return (
-            f"c.channel_id = %s AND {membership.format(documents)}",
-            [self.channel.pk, *params],
+            "c.channel_id = %s AND NOT (c.document_id NOT IN "
+            "(SELECT unnest(%s::bigint[])))",
+            [self.channel.pk, self._filtered[0]],
         )
 
     def _not_unready(self) -> tuple[str, list]:
@@ -175,7 +181,7 @@ def _bm25_ranked(
     through the GIN index, ordered by BM25: the inner product of Chunk.terms with
     the query's IDF vector. With tsquery None every chunk in scope that shares a
     term is scored (for small filtered sets)."""
-    where, params = scope.condition
+    where, params = scope.condition if tsquery is None else scope.checked_per_row
     if tsquery is None:
         match, match_params = "(c.terms <#> %s::sparsevec) < 0", [query_vector]
     else:
@@ -310,7 +316,7 @@ def vector_statement(
         order = "(c.embedding <=> q.v) + 0"
         hnsw = []
     else:
-        where, params = scope.condition if scope.selective else scope.checked_per_row
+        where, params = scope.checked_per_row
         distance = "c.embedding <=> %s::vector"
         source = f"{CHUNKS} c"
         order = "distance"
@@ -352,8 +358,10 @@ def _nearest(
 # against an exact ranking from 0.72 to 0.82 unfiltered and from 0.62 to 0.82
 # under a ~50% filter; on SciFact's real abstracts it doubled the vector leg's
 # p50 (5.9 -> 12.3 ms without the query embedding) for no gain (hybrid nDCG@10
-# 0.727 -> 0.725), so walks stay at 100 until a denser index is measured
-# (docs/scaling.md).
+# 0.727 -> 0.725), so walks stay at 100. With the m 32 index (documents 0021)
+# 200 raised the synthetic corpus's vector recall@50 from 0.69 to 0.74 unfiltered
+# and 0.85 to 0.92 under a ~50% filter, not at 5% (0.948 both), for 1.2-2x the
+# latency (docs/notes/scale-1m.md); SciFact at 200 is not measured.
 WALK_EF_SEARCH = 100
 MAX_EF_SEARCH = 1000
 

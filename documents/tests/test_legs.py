@@ -196,6 +196,22 @@ def test_the_walk_searches_at_least_walk_ef_search_and_at_most_1000():
     assert ef_search(5_000) == 1000
 
 
+def test_the_chunk_vectors_graph_is_built_as_the_model_declares(db):
+    """The HNSW index in the database has the links per node and build
+    candidates of the model's definition (migration 0021 rebuilt it at 32/128
+    from 16/64)."""
+    (index,) = [i for i in Chunk._meta.indexes if i.name == "chunk_embedding_hnsw"]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT reloptions FROM pg_class WHERE relname = 'chunk_embedding_hnsw'"
+        )
+        (options,) = cursor.fetchone()
+    assert sorted(options) == sorted(
+        [f"m={index.m}", f"ef_construction={index.ef_construction}"]
+    )
+    assert (index.m, index.ef_construction) == (32, 128)
+
+
 @pytest.fixture
 def wiki_sizes(db, settings):
     """Plans for 100 candidates at scopes of 1M chunks down to 100 of them."""
