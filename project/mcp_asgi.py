@@ -16,7 +16,10 @@ of what a `tools/list` cost. Here a request to the MCP view gets:
   (documents.access.admit_released), as the two signals would;
 - the body read into memory (project.body_limit has already bounded it by
   MCP_MAX_BODY_BYTES), then Django's middleware chain and the view, raced
-  against the client's disconnect as Django does;
+  against the client's disconnect as Django does (closing the connection
+  cancels the request), except for a method answered from cached bytes
+  (tools/list, server/discover), which has no work to cancel and is sent
+  without the listener task;
 - after the response, a second trip only when the view's own sync code ran on
   the request's thread (its connection goes back to the pool there).
 
@@ -25,6 +28,7 @@ Every other path, and MCP with MCP_ENABLED off, takes Django's handler unchanged
 
 import asyncio
 import io
+import json
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import RequestAborted, SuspiciousOperation
@@ -36,6 +40,7 @@ from django.urls import ResolverMatch, set_script_prefix, set_urlconf
 
 from documents.access import Caller, aadmit_released
 from mcp_endpoint import views as mcp_views
+from mcp_endpoint.protocol.answers import CACHED_METHODS
 from project.request_threads import REQUEST_THREAD_KEY
 
 ADMISSION_KEY = mcp_views.ADMISSION_KEY
@@ -106,11 +111,57 @@ async def handle_mcp(
     request._stream = io.BytesIO(body)
     response = None
     try:
+        if _answered_from_memory(body):
+            response = await handler.run_get_response(request)
+            if response.streaming:  # not expected; a stream still races
+                await _raced(handler, receive, handler.send_response(response, send))
+            else:
+                await handler.send_response(response, send)
+        else:
+            answered: list[HttpResponse] = []
+            await _raced(handler, receive, _respond(handler, request, send, answered))
+            response = answered[0] if answered else None
+    finally:
+        if response is not None:
+            _close_resources(response)
+        set_urlconf(None)
+        if thread is None or thread.calls > calls_admitted:
+            await sync_to_async(close_old_connections)()
+
+
+def _answered_from_memory(body: bytes) -> bool:
+    """One JSON-RPC request for a method answered from cached bytes
+    (mcp_endpoint.protocol.answers.CACHED_METHODS): it does no work a closed
+    connection could cancel, so it skips the race with the disconnect listener
+    (a second task per call). Anything else, or a body that doesn't parse, races."""
+    if len(body) > _MEMORY_BODY_LIMIT:
+        return False
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(message, dict) and message.get("method") in CACHED_METHODS
+
+
+_MEMORY_BODY_LIMIT = 4096
+
+
+async def _respond(handler: ASGIHandler, request, send, answered: list) -> None:
+    response = await handler.run_get_response(request)
+    answered.append(response)  # closed by the caller, even when the send aborts
+    await handler.send_response(response, send)
+
+
+async def _raced(handler: ASGIHandler, receive, work):
+    """`work` raced against the client's disconnect, as Django's handler does:
+    closing the connection cancels the request (MCP transport rule). Returns
+    work's result, or None when the client went away first."""
+    result = None
+    try:
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(handler.listen_for_disconnect(receive))
-                response = await handler.run_get_response(request)
-                await handler.send_response(response, send)
+                result = await work
                 raise _Processed
         except* (_Processed, RequestAborted):
             pass
@@ -118,12 +169,7 @@ async def handle_mcp(
         if len(group_error.exceptions) == 1:
             raise group_error.exceptions[0] from None
         raise
-    finally:
-        if response is not None:
-            _close_resources(response)
-        set_urlconf(None)
-        if thread is None or thread.calls > calls_admitted:
-            await sync_to_async(close_old_connections)()
+    return result
 
 
 def _close_resources(response: HttpResponse) -> None:

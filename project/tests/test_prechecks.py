@@ -269,3 +269,54 @@ def test_an_unknown_host_is_a_400_before_any_check(keys, path):
     answered, _, _ = run_application(upload, scope)
     assert answered == 400
     assert upload.body_read == 0
+
+
+class HangUp(Upload):
+    """An MCP call whose client closes the connection right after its body."""
+
+    def __init__(self, key: str, message: dict):
+        self.message = json.dumps(message).encode()
+        super().__init__(
+            "/mcp/demo",
+            {
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+                "MCP-Protocol-Version": "2025-11-25",
+                "Authorization": f"Bearer {key}",
+            },
+            length=len(self.message),
+        )
+
+    async def receive(self):
+        if self.body_read:
+            return {"type": "http.disconnect"}
+        self.body_read = len(self.message)
+        return {"type": "http.request", "body": self.message, "more_body": False}
+
+
+def test_a_closed_connection_cancels_a_tool_call(keys):
+    """Closing the connection cancels the request (MCP transport rule): a tool
+    call still races the client's disconnect, so nothing is sent."""
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "list_documents", "arguments": {}},
+    }
+    from project.asgi import application
+
+    hang_up = HangUp(keys[0], call)
+    async_to_sync(application)(hang_up.scope(), hang_up.receive, hang_up.send)
+    assert hang_up.messages == []
+
+
+def test_cached_answers_skip_the_disconnect_race(keys):
+    """tools/list is answered from cached bytes with no work to cancel, so it is
+    sent without racing a disconnect listener: the same answer as with one."""
+    listing = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}
+    status, headers, body = run_application(HangUp(keys[0], listing))
+    assert status == 200, body
+    answer = json.loads(body)
+    assert answer["id"] == 7
+    assert {tool["name"] for tool in answer["result"]["tools"]} >= {"list_documents"}
+    assert headers[b"Content-Type"] == b"application/json"
