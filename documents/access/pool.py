@@ -6,8 +6,12 @@ thread and back, a tenth of a small call's CPU. Here the one statement runs on
 an async psycopg connection from a small pool (MCP_ADMISSION_POOL_SIZE, 0 turns
 it off), opened as Django opens its own: the same connection parameters (read
 from the default database's live connection, so under the test runner it is the
-test database), autocommit, client-side binding and JSON read as text, the
-session in UTC.
+test database), autocommit, JSON read as text, the session in UTC. Unlike
+Django's (client-side binding), the statement is prepared on the server (bound
+parameters, no query text to quote and parse each time): half the client's CPU
+of a fetch (0.65 -> 0.30 ms) and a quarter of its wait. A pooler in front of
+PostgreSQL must keep prepared statements per connection (pgbouncer >= 1.21
+with max_prepared_statements, or session pooling).
 
 The pool belongs to the event loop that opened it: a different loop (a new
 test's) opens its own after the old one is closed as far as it can be. The
@@ -19,7 +23,7 @@ import asyncio
 
 from django.conf import settings
 from django.db import connections
-from psycopg import AsyncClientCursor, AsyncConnection
+from psycopg import AsyncConnection
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool
 
@@ -83,7 +87,7 @@ async def current() -> AsyncConnectionPool | None:
     if _pool is not None:  # another loop's: it can't be awaited from here
         _pool = None
     pool = AsyncConnectionPool(
-        kwargs={**_params, "autocommit": True, "cursor_factory": AsyncClientCursor},
+        kwargs={**_params, "autocommit": True},
         min_size=1,
         max_size=size,
         timeout=settings.DATABASES["default"]["OPTIONS"]["pool"]["timeout"],
@@ -98,7 +102,7 @@ async def current() -> AsyncConnectionPool | None:
 
 async def fetch_one(pool: AsyncConnectionPool, statement: str, params: dict):
     async with pool.connection() as conn, conn.cursor() as cursor:
-        await cursor.execute(statement, params)
+        await cursor.execute(statement, params, prepare=True)
         return await cursor.fetchone()
 
 
