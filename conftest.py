@@ -28,6 +28,14 @@ def _media_in_tmp(settings, tmp_path):
     }
 
 
+@pytest.fixture(autouse=True)
+def _admission_pool_off(settings):
+    """The admission's async pool (documents.access.pool) has connections of
+    its own, which can't see a test's uncommitted rows: off unless a test
+    (transactional) turns it on."""
+    settings.MCP_ADMISSION_POOL_SIZE = 0
+
+
 @pytest.fixture
 def shared_data():
     if not SHARED_DATA.exists():

@@ -12,7 +12,8 @@ production command is this list).
   decides the address itself (documents.access.client_address, from
   PROXY_TRUSTED_HOPS alone) and the scheme through Django
   (SECURE_PROXY_SSL_HEADER, only behind a declared proxy).
-- `--lifespan off`: Django has no lifespan events.
+- `--lifespan on`: project.lifespan answers it (Django has no lifespan
+  events) and closes the MCP admission's pool at shutdown.
 """
 
 import sys
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 
 APPLICATION = "project.asgi:application"
 HTTP_PROTOCOL = "project.http_guard:GuardedHttpToolsProtocol"
-UVICORN_OPTIONS = ("--http", HTTP_PROTOCOL, "--no-proxy-headers", "--lifespan", "off")
+UVICORN_OPTIONS = ("--http", HTTP_PROTOCOL, "--no-proxy-headers", "--lifespan", "on")
 
 
 def uvicorn_command(

@@ -11,9 +11,11 @@ of what a `tools/list` cost. Here a request to the MCP view gets:
   Origin, method, key, channel, rate limit, audit of refusals) before a body it
   announces is read, and refused with `Connection: close` as before (a request
   announcing none is checked by the view, once what came is read);
-- one trip to the request's thread for the admission, which drops a stale
-  connection first and gives the connection back to the pool after
-  (documents.access.admit_released), as the two signals would;
+- the admission on the event loop, through its own async pool
+  (documents.access.aadmit_pooled); when it needs the ORM (a refusal's audit,
+  a new window, the write quota), for tokens and with the pool off, one trip
+  to the request's thread, which drops a stale connection first and gives the
+  connection back to the pool after (admit_released), as the two signals would;
 - the body read into memory (project.body_limit has already bounded it by
   MCP_MAX_BODY_BYTES), then Django's middleware chain and the view, raced
   against the client's disconnect as Django does (closing the connection
@@ -38,7 +40,7 @@ from django.db import InterfaceError, OperationalError, close_old_connections
 from django.http import HttpResponse
 from django.urls import ResolverMatch, set_script_prefix, set_urlconf
 
-from documents.access import Caller, aadmit_released
+from documents.access import Caller, aadmit_pooled
 from mcp_endpoint import views as mcp_views
 from mcp_endpoint.protocol.answers import CACHED_METHODS
 from project.request_threads import REQUEST_THREAD_KEY
@@ -93,7 +95,7 @@ async def handle_mcp(
     if body_announced:  # none announced: the view checks it, as before
         try:
             outcome = await mcp_views.check_before_body(
-                request, match.kwargs["channel_slug"], admit=aadmit_released
+                request, match.kwargs["channel_slug"], admit=aadmit_pooled
             )
         except (OperationalError, InterfaceError):
             # An outage: the view answers it (a retryable error in its protocol).

@@ -350,6 +350,9 @@ MCP_ALLOWED_ORIGINS = env_list(
 )
 MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 1024 * 1024, minimum=1024)
 MCP_RATE_LIMIT_PER_MINUTE = env_int("MCP_RATE_LIMIT_PER_MINUTE", 600, minimum=0)
+# Connections of the MCP admission's own async pool (documents.access.pool),
+# beside Django's; 0: admit through Django's connection in the request's thread.
+MCP_ADMISSION_POOL_SIZE = env_int("MCP_ADMISSION_POOL_SIZE", 4, minimum=0)
 MCP_MAX_RESULTS = env_int("MCP_MAX_RESULTS", 50, minimum=1)
 MCP_LIST_LIMIT_MAX = env_int("MCP_LIST_LIMIT_MAX", 100, minimum=1)
 # Ceiling over every channel's own get_pages cap (Channel.max_pages_per_call).

@@ -13,6 +13,7 @@
 
 from documents.access.admission import (
     aadmit,
+    aadmit_pooled,
     aadmit_released,
     admit,
     authenticate_key,
@@ -46,6 +47,7 @@ __all__ = [
     "Caller",
     "Scope",
     "aadmit",
+    "aadmit_pooled",
     "aadmit_released",
     "admit",
     "authenticate_key",

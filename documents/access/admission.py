@@ -12,11 +12,13 @@ the audit trail and count against the client's address.
 import hmac
 from functools import cache
 
+import psycopg
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from documents.access import audit
+from documents.access import pool as admission_pool
 from documents.access.caller import Caller
 from documents.access.keys import KEY_PREFIX, digest_key
 from documents.access.principals import AccessDenied, Scope
@@ -142,25 +144,56 @@ def _admit(
             via=via,
             address=address,
         )
-    digest = digest_key(raw_key) if raw_key else ""
-    requests = Window.requests()
-    failures = Window.failures()
+    prepared = _Prepared(channel_slug, raw_key, address)
     with connection.cursor() as cursor:
-        cursor.execute(
-            _statement(),
-            {
-                "address": address,
-                "slug": channel_slug,
-                "digest": digest,
-                "bucket": RateLimitWindow.Bucket.REQUESTS,
-                "failures_bucket": AddressWindow.Bucket.FAILURES,
-                "window_start": requests.start,
-                "counting": requests.counting,
-                "failure_limit": failures.limit if failures.counting else 2**31,
-                "now": requests.now,
-            },
-        )
+        cursor.execute(_statement(), prepared.params)
         row = cursor.fetchone()
+    return _settle(row, prepared, scope=scope, via=via, address=address)
+
+
+class NeedsThread(Exception):
+    """Raised by _settle(in_loop=True) before its first step that needs the ORM
+    (an audit record, clearing old windows, the write quota, noting the key's
+    use): nothing has been written yet, so the caller settles again in a thread."""
+
+
+class _Prepared:
+    """The statement's parameters, and what the verdict needs of them."""
+
+    __slots__ = ("channel_slug", "digest", "failures", "params", "raw_key", "requests")
+
+    def __init__(self, channel_slug: str | None, raw_key: str | None, address: str):
+        self.channel_slug, self.raw_key = channel_slug, raw_key
+        self.digest = digest_key(raw_key) if raw_key else ""
+        self.requests = Window.requests()
+        self.failures = Window.failures()
+        self.params = {
+            "address": address,
+            "slug": channel_slug,
+            "digest": self.digest,
+            "bucket": RateLimitWindow.Bucket.REQUESTS,
+            "failures_bucket": AddressWindow.Bucket.FAILURES,
+            "window_start": self.requests.start,
+            "counting": self.requests.counting,
+            "failure_limit": self.failures.limit if self.failures.counting else 2**31,
+            "now": self.requests.now,
+        }
+
+
+def _settle(
+    row,
+    prepared: _Prepared,
+    *,
+    scope: str,
+    via: str,
+    address: str,
+    in_loop: bool = False,
+) -> Caller:
+    """The admission's verdict from the statement's row: every check, in order.
+    With in_loop (the event loop, no ORM) it raises NeedsThread before any step
+    that needs the ORM."""
+    channel_slug, raw_key = prepared.channel_slug, prepared.raw_key
+    requests, failures = prepared.requests, prepared.failures
     failure_count = row[0]
     if failures.exceeded(failure_count):
         raise AccessDenied.over_limit(
@@ -172,7 +205,7 @@ def _admit(
     channel_values = row[3 + size :]
     channel = _instance(Channel, channel_values) if channel_values[0] else None
     caller = Caller(via=via, address=address, api_key=api_key)
-    refusal = _refusal(raw_key, digest, api_key, requests)
+    refusal = _refusal(raw_key, prepared.digest, api_key, requests)
     if refusal is None and channel is not None and not opens_channel:
         refusal = AccessDenied("This API key does not open this channel.", status=403)
     if refusal is None and scope not in caller.granted_scopes():
@@ -183,6 +216,8 @@ def _admit(
             missing_scope=scope,
         )
     if refusal is not None:
+        if in_loop:
+            raise NeedsThread
         detail = str(refusal)
         if channel is None and channel_slug:
             detail += f" (channel {channel_slug!r})"
@@ -192,14 +227,21 @@ def _admit(
         raise refusal
     if count is not None:
         if count == 1:
+            if in_loop:
+                raise NeedsThread
             clear_old_windows(subject=caller.subject, window=requests)
         if requests.exceeded(count):
             raise AccessDenied.over_limit("Rate limit reached", requests)
     if scope == Scope.WRITE and channel is not None:
+        if in_loop:
+            raise NeedsThread
         over_quota = caller.write_refusal()
         if over_quota is not None:
             raise over_quota
-    _note_use(api_key, requests.now)
+    if _use_to_note(api_key, requests.now):
+        if in_loop:
+            raise NeedsThread
+        _note_use(api_key, requests.now)
     return caller.admitted(channel, scope)
 
 
@@ -216,10 +258,66 @@ def admit_released(channel_slug: str | None, raw_key: str | None, **options) -> 
     try:
         return admit(channel_slug, raw_key, **options)
     finally:
+        admission_pool.learn()
         close_old_connections()
 
 
 aadmit_released = sync_to_async(admit_released)
+
+
+async def aadmit_pooled(
+    channel_slug: str | None,
+    raw_key: str | None,
+    *,
+    scope: str = Scope.READ,
+    via: str,
+    address: str = "",
+    resource: str | None = None,
+) -> Caller:
+    """admit() from the event loop without a trip to a thread: the one
+    statement through documents.access.pool, and the verdict here when it needs
+    no ORM step (a refusal's audit, a new window, the write quota, noting the
+    key's use: those settle in the request's thread, from the same row). Tokens,
+    no pool (off, or before the first admission noted the database), and a
+    connection error take aadmit_released."""
+    options = {"scope": scope, "via": via, "address": address, "resource": resource}
+    pool = await admission_pool.current()
+    if pool is None or (raw_key and not raw_key.startswith(KEY_PREFIX)):
+        return await aadmit_released(channel_slug, raw_key, **options)
+    prepared = _Prepared(channel_slug, raw_key, address)
+    try:
+        row = await admission_pool.fetch_one(pool, _statement(), prepared.params)
+    except psycopg.Error:
+        # PostgreSQL went away (a restart): Django's path drops the stale
+        # connection and answers an outage as before.
+        return await aadmit_released(channel_slug, raw_key, **options)
+    try:
+        return _settle(
+            row, prepared, scope=scope, via=via, address=address, in_loop=True
+        )
+    except NeedsThread:
+        return await _asettle_released(
+            row, prepared, scope=scope, via=via, address=address
+        )
+    except AccessDenied as refusal:
+        metrics.observe_refusal(door=via, status=refusal.status, error=refusal.error)
+        raise
+
+
+def _settle_released(row, prepared: _Prepared, **options) -> Caller:
+    close_old_connections()
+    try:
+        return _settle(row, prepared, **options)
+    except AccessDenied as refusal:
+        metrics.observe_refusal(
+            door=options["via"], status=refusal.status, error=refusal.error
+        )
+        raise
+    finally:
+        close_old_connections()
+
+
+_asettle_released = sync_to_async(_settle_released)
 
 
 def authenticate_key(raw_key: str | None, *, via: str, address: str = "") -> ApiKey:
@@ -246,11 +344,14 @@ def _refusal(
     return None
 
 
-def _note_use(api_key: ApiKey, now) -> None:
+def _use_to_note(api_key: ApiKey, now) -> bool:
     # At most once a minute per key, to keep hot paths free of writes.
-    if (
+    return (
         api_key.last_used_at is None
         or (now - api_key.last_used_at).total_seconds() > 60
-    ):
-        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=timezone.now())
-        api_key.last_used_at = now
+    )
+
+
+def _note_use(api_key: ApiKey, now) -> None:
+    ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=timezone.now())
+    api_key.last_used_at = now
