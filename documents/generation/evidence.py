@@ -194,21 +194,25 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
         return candidates
     focus = focus_terms(query)
     counted = counted_terms(query)
-    unit_terms = [terms(c.unit.text) & wanted for c in candidates]
+    # Each unit's and heading's terms, stemmed once (a heading stands over
+    # many units).
+    held_terms = [terms(c.unit.text) for c in candidates]
+    heading_terms = {
+        id(c.title): terms(c.title.text) for c in candidates if c.title is not None
+    }
+    unit_terms = [held & wanted for held in held_terms]
     spread = Counter(t for found in unit_terms for t in found)
     weight = {
         t: math.log(1 + (len(candidates) + 1) / (spread[t] + 0.5)) for t in wanted
     }
     total = sum(weight.values())
-    for candidate, found in zip(candidates, unit_terms, strict=True):
+    for candidate, held, found in zip(candidates, held_terms, unit_terms, strict=True):
+        heading = heading_terms.get(id(candidate.title), frozenset())
         candidate.lexical = sum(weight[t] for t in found) / total
         if focus:
-            held = terms(candidate.unit.text)
-            if candidate.title is not None:
-                held = held | terms(candidate.title.text)
-            candidate.focus = len(held & focus) / len(focus)
+            candidate.focus = len((held | heading) & focus) / len(focus)
         if candidate.title is not None:
-            title_terms = terms(candidate.title.text) & wanted
+            title_terms = heading & wanted
             candidate.title_lexical = sum(weight[t] for t in title_terms) / total
         if expected:
             # A row naming both alternatives of a choice is a table's header
@@ -228,7 +232,7 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
                 DEFINITION in expected
                 and candidate.title is not None
                 and defined
-                and defined <= terms(candidate.title.text) <= wanted
+                and defined <= heading <= wanted
                 and _leads(candidate)
             ):
                 # The entry reads as "term: definition": it holds the term.
