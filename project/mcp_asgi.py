@@ -154,16 +154,14 @@ async def _respond(handler: ASGIHandler, request, send, answered: list) -> None:
     await handler.send_response(response, send)
 
 
-async def _raced(handler: ASGIHandler, receive, work):
+async def _raced(handler: ASGIHandler, receive, work) -> None:
     """`work` raced against the client's disconnect, as Django's handler does:
-    closing the connection cancels the request (MCP transport rule). Returns
-    work's result, or None when the client went away first."""
-    result = None
+    closing the connection cancels the request (MCP transport rule)."""
     try:
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(handler.listen_for_disconnect(receive))
-                result = await work
+                await work
                 raise _Processed
         except* (_Processed, RequestAborted):
             pass
@@ -171,7 +169,6 @@ async def _raced(handler: ASGIHandler, receive, work):
         if len(group_error.exceptions) == 1:
             raise group_error.exceptions[0] from None
         raise
-    return result
 
 
 def _close_resources(response: HttpResponse) -> None:
