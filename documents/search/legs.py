@@ -361,7 +361,8 @@ def _nearest(
 # 0.727 -> 0.725), so walks stay at 100. With the m 32 index (documents 0021)
 # 200 raised the synthetic corpus's vector recall@50 from 0.69 to 0.74 unfiltered
 # and 0.85 to 0.92 under a ~50% filter, not at 5% (0.948 both), for 1.2-2x the
-# latency (docs/notes/scale-1m.md); SciFact at 200 is not measured.
+# latency (docs/scaling.md); on SciFact the walk already finds 0.994 of the
+# exact 50 at 100 (benchmarks/walk_recall.py).
 WALK_EF_SEARCH = 100
 MAX_EF_SEARCH = 1000
 
