@@ -10,6 +10,7 @@ the audit trail and count against the client's address.
 """
 
 import hmac
+from contextlib import contextmanager
 from functools import cache
 
 import psycopg
@@ -112,7 +113,7 @@ def admit(
     (documents.access.tokens), accepted only for `resource`, the channel's MCP
     URL it was issued for.
     """
-    try:
+    with _refusals_counted(via):
         return _admit(
             channel_slug,
             raw_key,
@@ -121,8 +122,15 @@ def admit(
             address=address,
             resource=resource,
         )
+
+
+@contextmanager
+def _refusals_counted(door: str):
+    """A refusal raised inside is counted in the metrics for `door`."""
+    try:
+        yield
     except AccessDenied as refusal:
-        metrics.observe_refusal(door=via, status=refusal.status, error=refusal.error)
+        metrics.observe_refusal(door=door, status=refusal.status, error=refusal.error)
         raise
 
 
@@ -292,27 +300,21 @@ async def aadmit_pooled(
         # connection and answers an outage as before.
         return await aadmit_released(channel_slug, raw_key, **options)
     try:
-        return _settle(
-            row, prepared, scope=scope, via=via, address=address, in_loop=True
-        )
+        with _refusals_counted(via):
+            return _settle(
+                row, prepared, scope=scope, via=via, address=address, in_loop=True
+            )
     except NeedsThread:
         return await _asettle_released(
             row, prepared, scope=scope, via=via, address=address
         )
-    except AccessDenied as refusal:
-        metrics.observe_refusal(door=via, status=refusal.status, error=refusal.error)
-        raise
 
 
 def _settle_released(row, prepared: _Prepared, **options) -> Caller:
     close_old_connections()
     try:
-        return _settle(row, prepared, **options)
-    except AccessDenied as refusal:
-        metrics.observe_refusal(
-            door=options["via"], status=refusal.status, error=refusal.error
-        )
-        raise
+        with _refusals_counted(options["via"]):
+            return _settle(row, prepared, **options)
     finally:
         close_old_connections()
 
