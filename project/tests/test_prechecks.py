@@ -139,18 +139,23 @@ def test_mcp_calls_are_refused_before_the_body(keys):
 PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
 
 
+def mcp_headers(key: str) -> dict:
+    """The headers of an MCP call to the demo channel with `key`."""
+    return {
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "MCP-Protocol-Version": "2025-11-25",
+        "Authorization": f"Bearer {key}",
+    }
+
+
 class Ping(Upload):
     """An MCP ping with `key`, its body sent once the server asks for it."""
 
     def __init__(self, key: str):
         super().__init__(
             "/mcp/demo",
-            {
-                "Content-Type": "application/json",
-                "Accept": "application/json",
-                "MCP-Protocol-Version": "2025-11-25",
-                "Authorization": f"Bearer {key}",
-            },
+            mcp_headers(key),
             length=len(PING),
         )
 
@@ -278,12 +283,7 @@ class HangUp(Upload):
         self.message = json.dumps(message).encode()
         super().__init__(
             "/mcp/demo",
-            {
-                "Content-Type": "application/json",
-                "Accept": "application/json",
-                "MCP-Protocol-Version": "2025-11-25",
-                "Authorization": f"Bearer {key}",
-            },
+            mcp_headers(key),
             length=len(self.message),
         )
 
