@@ -4,7 +4,11 @@ select() would quote with a threshold fitted on the fit half, as answers.py
 fits it. Faster to iterate on than the benchmark; the benchmark's figures are
 the ones that count.
 
-    .venv/bin/python benchmarks/answers_probe.py [--show misses|offtopic|all]
+    .venv/bin/python benchmarks/answers_probe.py [--show misses|notcited|offtopic|all]
+
+Each shown question is marked A (answered), F (first quote gold), C (cited
+right), T (gold in the retriever's top 5), with the indexes of the units
+select() chose.
 """
 
 import argparse
@@ -78,6 +82,14 @@ def main() -> int:
                 continue
             on += 1
             top5 += q["top5"]
+            picked = [i for i, it in enumerate(items) if any(it is c for c in chosen)]
+            q["_marks"] = (
+                ("A" if any(c.gold for c in chosen) else "-")
+                + ("F" if chosen and chosen[0].gold else "-")
+                + ("C" if any(c.gold_page for c in chosen) else "-")
+                + ("T" if q["top5"] else "-")
+                + f" chose {picked}"
+            )
             answered += any(c.gold for c in chosen)
             first += bool(chosen) and chosen[0].gold
             cited += any(c.gold_page for c in chosen)
@@ -104,7 +116,12 @@ def main() -> int:
                 continue
         if args.show == "misses" and items and items[0].gold:
             continue
-        print(f"\n[{q['channel']} {answers.half(q)}] {q['question']}")
+        if args.show == "notcited" and q.get("_marks", "---C")[2] == "C":
+            continue
+        print(
+            f"\n[{q['channel']} {answers.half(q)}] {q['question']}"
+            f"  {q.get('_marks', '')}"
+        )
         golds = [(i, it) for i, it in enumerate(items) if it.gold]
         shown = list(enumerate(items[:6]))
         if golds and golds[0][0] >= 6:

@@ -32,6 +32,7 @@ from documents.generation.words import (
     defined_term,
     focus_terms,
     is_choice,
+    names_date,
     terms,
     typed,
 )
@@ -173,7 +174,10 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
     previous_chunk = None
     expected = answer_types(query)
     defined = defined_term(query)
-    figures = any(gives in FIGURES for gives in expected)
+    # A line of figures answers a question asking for a figure or a date, or
+    # one naming a date: "the balance after the deposit on 1 August 2018" is
+    # on the statement's row of that date.
+    figures = any(gives in FIGURES for gives in expected) or names_date(query)
     for unit, chunk, page, rank in units:
         if chunk.chunk_id != previous_chunk:
             title, previous_chunk = None, chunk.chunk_id
@@ -186,8 +190,8 @@ def _candidates(query: str, units: list[tuple]) -> list[_Candidate]:
         elif unit.kind in (Kind.SENTENCE, Kind.LINE) or (
             unit.kind == Kind.ROW and (figures or unit.table_row)
         ):
-            # A line of figures answers only a question asking for a figure or
-            # date; a table's row whatever its cells hold.
+            # A line of figures answers only a question asking for or naming a
+            # figure or date (`figures`); a table's row whatever its cells hold.
             candidates.append(_Candidate(unit, chunk, page, rank, title))
     wanted = terms(query)
     if not candidates or not wanted:

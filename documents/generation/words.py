@@ -262,6 +262,12 @@ def defined_term(query: str) -> frozenset[str]:
     return terms(match.group(1) or match.group(2) or "")
 
 
+def names_date(query: str) -> bool:
+    """Whether `query` names a date ("… on 1 August 2018?"): a question keyed
+    by a date can be answered by a statement's or a ledger's row holding it."""
+    return bool(_DATE.search(query))
+
+
 def answer_types(query: str) -> list[re.Pattern]:
     """Patterns a sentence answering `query` is expected to contain."""
     found = [gives for asks, gives in _ASKS if asks.search(query)]

@@ -254,6 +254,32 @@ def test_a_tables_header_row_is_a_row_too(make_channel, fake_embedder):
     assert header.lexical > 0
 
 
+def test_a_ledger_row_answers_a_question_naming_its_date(make_channel, fake_embedder):
+    """A bank statement's row ("01Aug2018 Assisted Deposit 32,414.50 68,769.42")
+    is a line of figures: evidence for a question naming a date ("… on 1 August
+    2018?"), as for one asking for a figure, and not for one doing neither."""
+    channel = make_channel("ledger")
+    add_document(
+        channel,
+        title="Statement",
+        pages=[
+            "Account activity\n\n31Jul2018 Balance Forward 99,878.08 -\n"
+            "01Aug2018 Assisted Deposit 32,414.50 68,769.42 -\n"
+            "02Aug2018 Clearing Cheque 4984 48.08 70,317.50 -\n\n"
+            "Deposits are credited the same business day."
+        ],
+    )
+    row = "01Aug2018 Assisted Deposit 32,414.50 68,769.42 -"
+    assert words.names_date("What was the balance on 1 August 2018?")
+    assert not words.names_date("What was the balance after the assisted deposit?")
+    for question, found_row in (
+        ("What was the balance after the assisted deposit on 1 August 2018?", True),
+        ("What happened to the assisted deposit?", False),
+    ):
+        found = evidence.gather(question, evidence_chunks(channel, question))
+        assert (row in [i.text for i in found]) is found_row, question
+
+
 def test_the_asked_for_kind_counts_fully_only_next_to_the_questions_words():
     """A condition, a date or a negation counts fully next to what the question
     names, half elsewhere: "The test passes if …" answers "When does the test
