@@ -302,6 +302,9 @@ async def aadmit_pooled(
         # No connection within the pool's timeout: PostgreSQL is down. This is
         # the outage already; Django's connection would wait as long again
         # before saying so (postgres_restart.py: 14.4 s for the slowest call).
+        # Django's pool still holds the connections the outage broke: dropped
+        # now, or the first calls after the restart would fail on them.
+        await _adiscard_broken_connections()
         raise OperationalError("The admission pool has no connection.") from exc
     except psycopg.Error:
         # A connection that broke mid-statement (PostgreSQL restarted under
@@ -316,6 +319,20 @@ async def aadmit_pooled(
         return await _asettle_released(
             row, prepared, scope=scope, via=via, address=address
         )
+
+
+def _discard_broken_connections() -> None:
+    """Test the idle connections of Django's pool and discard those that fail
+    (psycopg_pool's check). Django's own path did this by the way, when an
+    outage's admissions still went through it and failed on them."""
+    pool = connection.pool
+    if pool is not None and not pool.closed:
+        pool.check()
+
+
+_adiscard_broken_connections = sync_to_async(
+    _discard_broken_connections, thread_sensitive=False
+)
 
 
 def _settle_released(row, prepared: _Prepared, **options) -> Caller:

@@ -157,12 +157,18 @@ def pool_down(monkeypatch):
 
 
 def test_an_outage_is_raised_at_once_without_trying_djangos_connection(
-    make_channel, pool_on, pool_down, thread_trips, steady_rate_window
+    make_channel, pool_on, pool_down, thread_trips, steady_rate_window, monkeypatch
 ):
     """No connection from the pool is the outage itself: Django's
     OperationalError at once, not a second wait on Django's own connection."""
     handbook = make_channel("handbook")
     new = create_api_key(actor=COMMAND_LINE, name="agent", channels=[handbook])
+    discarded = []
+
+    async def discard():
+        discarded.append(True)
+
+    monkeypatch.setattr(admission, "_adiscard_broken_connections", discard)
 
     async def main():
         with pytest.raises(OperationalError):
@@ -172,6 +178,8 @@ def test_an_outage_is_raised_at_once_without_trying_djangos_connection(
     assert pool_down.asked == 1
     assert thread_trips == []
     assert counted(new.api_key) == 0
+    # Django's pool was checked, so that what the outage broke is not reused.
+    assert discarded == [True]
 
 
 def test_a_connection_broken_mid_statement_is_tried_again_through_django(
