@@ -46,7 +46,7 @@ def test_outage_during_a_tool_call_is_a_json_rpc_error(
     def down(*args, **kwargs):
         raise OperationalError("server closed the connection unexpectedly")
 
-    monkeypatch.setattr(service, "retrieve_chunks", down)
+    monkeypatch.setattr(service, "retrieve_passages", down)
     client = McpClient("handbook", handbook_key, era)
     response = client.send(
         "tools/call", {"name": "retrieve_text_chunks", "arguments": {"query": "x"}}
