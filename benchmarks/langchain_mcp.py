@@ -1,7 +1,7 @@
 """SciFact over MCP: Quire's endpoint beside a FastMCP server built on LangChain.
 
     .venv/bin/python benchmarks/langchain_mcp.py [--data ../shared/data/scifact]
-        [--subset 300] [--queries N]
+        [--subset 300] [--queries N] [--tools retrieve_text_chunks]
 
 The peer (benchmarks/peers/langchain_mcp_server.py) is the MCP server a user
 would write instead of Quire: FastMCP 4 with `retrieve_text_chunks` and
@@ -203,7 +203,16 @@ def main() -> None:
         "with a relevant document in it, judged on its documents only)",
     )
     parser.add_argument("--queries", type=int, default=None, help="the first N only")
+    parser.add_argument(
+        "--tools",
+        default=",".join(TOOLS),
+        help="the tools to time, comma-separated (default: both; without "
+        "rag_search the channel's sentences are not embedded first)",
+    )
     args = parser.parse_args()
+    tools = [tool for tool in TOOLS if tool in args.tools.split(",")]
+    if not tools:
+        parser.error(f"--tools: choose from {', '.join(TOOLS)}")
     call_command("migrate", verbosity=0, interactive=False)
     corpus, queries, qrels = scifact.load_beir(args.data)
     if args.channel:
@@ -219,7 +228,8 @@ def main() -> None:
         documents = corpus_for(corpus, qrels, args.subset)
         channel = scifact.prepare_channel(documents, workers=2)
     langchain_pgvector.langchain_store(channel)
-    prepare_answers(channel)
+    if "rag_search" in tools:
+        prepare_answers(channel)
     ids = scifact.corpus_ids(channel)
     judged = [(qid, queries[qid]) for qid in qrels if qid in queries][: args.queries]
     key = mcp_overhead.new_key(channel)
@@ -230,7 +240,7 @@ def main() -> None:
             server.start()
         for server in pair:
             asyncio.run(mcp_overhead.wait_ready(server, key))
-        for turn, tool in enumerate(TOOLS):
+        for turn, tool in enumerate(tools):
             for _, query in judged:
                 forget_answer(channel, query)  # every rag_search does the work
             order = pair if turn % 2 == 0 else pair[::-1]

@@ -9,13 +9,14 @@ lines that overlap its span.
 """
 
 import functools
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 from django.db.models import Q
 
-from documents.models import Page
+from documents.models import Chunk, Page
 
 
 @dataclass
@@ -132,13 +133,44 @@ def load_pages(
     }
 
 
-def add_passage_regions(chunks: list) -> None:
+# The pages with line positions of the chunks whose ids are the parameter, as
+# load_pages(with_lines_only=True) reads them: for a caller that fetches them in
+# the same round trip as the chunks (documents.search.service).
+PAGES_OF_CHUNKS_SQL = f"""
+    SELECT p.id, p.document_id, p.number, p.text, p.lines, p.image
+    FROM {Page._meta.db_table} p
+    WHERE p.id IN (SELECT c.page_id FROM {Chunk._meta.db_table} c WHERE c.id = ANY(%s))
+      AND p.lines <> '[]'::jsonb
+"""
+
+
+def page_sources(rows: Iterable[tuple]) -> dict[tuple[int, int], PageSource]:
+    """PAGES_OF_CHUNKS_SQL's rows by (document id, page number); `lines`
+    arrives as JSON text from a plain cursor."""
+    return {
+        (document_id, number): PageSource(
+            id,
+            document_id,
+            number,
+            text or "",
+            (json.loads(lines) if isinstance(lines, str) else lines) or [],
+            bool(image),
+        )
+        for id, document_id, number, text, lines, image in rows
+    }
+
+
+def add_passage_regions(
+    chunks: list, pages: dict[tuple[int, int], PageSource] | None = None
+) -> None:
     """Set `regions` on retrieved chunks: the boxes of the lines each chunk
-    covers on its page (empty when the page has no line positions)."""
-    pages = load_pages(
-        ((chunk.document_id, chunk.page_number) for chunk in chunks),
-        with_lines_only=True,
-    )
+    covers on its page (empty when the page has no line positions). `pages`:
+    their pages with line positions, when the caller has read them already."""
+    if pages is None:
+        pages = load_pages(
+            ((chunk.document_id, chunk.page_number) for chunk in chunks),
+            with_lines_only=True,
+        )
     for chunk in chunks:
         page = pages.get((chunk.document_id, chunk.page_number))
         if page is None or not page.lines:

@@ -49,6 +49,9 @@ SSE_PING_SECONDS = 15
 # Where project.asgi leaves the caller it admitted before reading the body.
 ADMISSION_KEY = "quire.admission"
 ADMISSION_TIMES_KEY = "quire.admission_ns"
+# Where check_before_body leaves the outage an admission met, so that the view
+# answers it instead of trying again and waiting for the database a second time.
+OUTAGE_KEY = "quire.admission_outage"
 RETRY_SECONDS = "5"
 
 
@@ -171,6 +174,10 @@ async def check_before_body(
         response = HttpResponse(status=405)
         response["Allow"] = "POST"
         return _outcome(response, "method refused")
+    scope = getattr(request, "scope", None)
+    if scope is not None and OUTAGE_KEY in scope:
+        # The admission before the body found PostgreSQL down: once is enough.
+        raise scope[OUTAGE_KEY]
     admission_started = time.time_ns()
     try:
         caller = await (admit or aadmit)(
@@ -180,8 +187,12 @@ async def check_before_body(
             address=client_address(request),
             resource=auth.resource_url(request, channel_slug),
         )
-        if hasattr(request, "scope"):  # for the request's trace span
-            request.scope[ADMISSION_TIMES_KEY] = (admission_started, time.time_ns())
+        if scope is not None:  # for the request's trace span
+            scope[ADMISSION_TIMES_KEY] = (admission_started, time.time_ns())
+    except (OperationalError, InterfaceError) as exc:
+        if scope is not None:
+            scope[OUTAGE_KEY] = exc
+        raise
     except AccessDenied as exc:
         outcome = "rate limited" if exc.status == 429 else f"key refused ({exc.status})"
         return _outcome(refusal_for(exc, request, channel_slug), outcome)

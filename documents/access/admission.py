@@ -15,8 +15,9 @@ from functools import cache
 
 import psycopg
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections, connection
+from django.db import OperationalError, close_old_connections, connection
 from django.utils import timezone
+from psycopg_pool import PoolClosed, PoolTimeout
 
 from documents.access import audit
 from documents.access import pool as admission_pool
@@ -287,7 +288,9 @@ async def aadmit_pooled(
     no ORM step (a refusal's audit, a new window, the write quota, noting the
     key's use: those settle in the request's thread, from the same row). Tokens,
     no pool (off, or before the first admission noted the database), and a
-    connection error take aadmit_released."""
+    connection that broke mid-statement take aadmit_released; no connection
+    within the pool's timeout (an outage) raises Django's OperationalError at
+    once, which the MCP view answers as the outage (503, -32603)."""
     options = {"scope": scope, "via": via, "address": address, "resource": resource}
     pool = await admission_pool.current()
     if pool is None or (raw_key and not raw_key.startswith(KEY_PREFIX)):
@@ -295,9 +298,17 @@ async def aadmit_pooled(
     prepared = _Prepared(channel_slug, raw_key, address)
     try:
         row = await admission_pool.fetch_one(pool, _statement(), prepared.params)
+    except (PoolTimeout, PoolClosed) as exc:
+        # No connection within the pool's timeout: PostgreSQL is down. This is
+        # the outage already; Django's connection would wait as long again
+        # before saying so (postgres_restart.py: 14.4 s for the slowest call).
+        # Django's pool still holds the connections the outage broke: dropped
+        # now, or the first calls after the restart would fail on them.
+        await _adiscard_broken_connections()
+        raise OperationalError("The admission pool has no connection.") from exc
     except psycopg.Error:
-        # PostgreSQL went away (a restart): Django's path drops the stale
-        # connection and answers an outage as before.
+        # A connection that broke mid-statement (PostgreSQL restarted under
+        # it): Django's path drops the stale connection and tries again.
         return await aadmit_released(channel_slug, raw_key, **options)
     try:
         with _refusals_counted(via):
@@ -308,6 +319,20 @@ async def aadmit_pooled(
         return await _asettle_released(
             row, prepared, scope=scope, via=via, address=address
         )
+
+
+def _discard_broken_connections() -> None:
+    """Test the idle connections of Django's pool and discard those that fail
+    (psycopg_pool's check). Django's own path did this by the way, when an
+    outage's admissions still went through it and failed on them."""
+    pool = connection.pool
+    if pool is not None and not pool.closed:
+        pool.check()
+
+
+_adiscard_broken_connections = sync_to_async(
+    _discard_broken_connections, thread_sensitive=False
+)
 
 
 def _settle_released(row, prepared: _Prepared, **options) -> Caller:

@@ -9,7 +9,7 @@ from django.conf import settings
 from documents.filters import compile_filter
 from documents.ingestion import embeddings
 from documents.models import Channel, Chunk, Document, MetadataField
-from documents.regions import add_passage_regions
+from documents.regions import PAGES_OF_CHUNKS_SQL, add_passage_regions, page_sources
 from documents.replicas import read_connection, replica_read
 from documents.results import RetrievedChunk
 from documents.search.fusion import reciprocal_rank_fusion
@@ -39,6 +39,19 @@ def retrieve_chunks(
     restricts it. `limit` defaults to the channel's retriever_top_k and is capped
     at settings.MCP_MAX_RESULTS. Legs and candidate counts follow the channel.
     """
+    ranked = _ranked(channel, query, document_ids, metadata_filter, limit)
+    chunks, _ = _load(channel, ranked)
+    return chunks
+
+
+def _ranked(
+    channel: Channel,
+    query: str,
+    document_ids: list[int] | None,
+    metadata_filter: dict | None,
+    limit: int | None,
+) -> list[tuple[int, float]]:
+    """(chunk id, fused score) of the best chunks, best first (retrieve_chunks)."""
     limit = limit or channel.retriever_top_k
     limit = max(1, min(int(limit), settings.MCP_MAX_RESULTS))
     mode = channel.retriever_mode
@@ -84,7 +97,7 @@ def retrieve_chunks(
             k=channel.retriever_rrf_k,
         )
         ranked = fused[:limit]
-    return _load(channel, ranked)
+    return ranked
 
 
 def embed_query(embedder: embeddings.Embedder, query: str) -> list[float]:
@@ -94,24 +107,47 @@ def embed_query(embedder: embeddings.Embedder, query: str) -> list[float]:
 
 
 @replica_read
-def retrieve_passages(channel: Channel, query: str, **options) -> list[RetrievedChunk]:
+def retrieve_passages(
+    channel: Channel,
+    query: str,
+    *,
+    document_ids: list[int] | None = None,
+    metadata_filter: dict | None = None,
+    limit: int | None = None,
+) -> list[RetrievedChunk]:
     """retrieve_chunks (same options), each chunk with the regions of its lines
-    on its page: the passages retrieve_text_chunks and the REST search return."""
-    chunks = retrieve_chunks(channel, query, **options)
-    add_passage_regions(chunks)
+    on its page: the passages retrieve_text_chunks and the REST search return.
+    The pages come with the chunks, in the same round trip."""
+    ranked = _ranked(channel, query, document_ids, metadata_filter, limit)
+    chunks, pages = _load(channel, ranked, with_pages=True)
+    add_passage_regions(chunks, pages)
     return chunks
 
 
-def _load(channel: Channel, ranked: list[tuple[int, float]]) -> list[RetrievedChunk]:
-    """The ranked chunks with what a caller needs to cite them, in one round trip.
+def _load(
+    channel: Channel, ranked: list[tuple[int, float]], *, with_pages: bool = False
+) -> tuple[list[RetrievedChunk], dict]:
+    """The ranked chunks with what a caller needs to cite them, and (with_pages)
+    their pages with line positions (documents.regions.page_sources), in one
+    round trip.
 
     Plain SQL rather than the ORM: on this path compiling the query (a join and
     the channel's shown fields) cost ten times running it."""
     if not ranked:
-        return []
+        return [], {}
+    ids = [chunk_id for chunk_id, _ in ranked]
+    pages: dict = {}
     with read_connection().cursor() as cursor:
-        cursor.execute(_LOAD_SQL, [channel.pk, [chunk_id for chunk_id, _ in ranked]])
-        rows = cursor.fetchall()
+        if with_pages:
+            # One message, two results: the chunks, then their pages.
+            statement = f"{_LOAD_SQL}; {PAGES_OF_CHUNKS_SQL}"
+            cursor.execute(statement, [channel.pk, ids, ids])
+            rows = cursor.fetchall()
+            cursor.nextset()
+            pages = page_sources(cursor.fetchall())
+        else:
+            cursor.execute(_LOAD_SQL, [channel.pk, ids])
+            rows = cursor.fetchall()
     by_id = {row[0]: row for row in rows}
     results = []
     for chunk_id, score in ranked:
@@ -138,7 +174,7 @@ def _load(channel: Channel, ranked: list[tuple[int, float]]) -> list[RetrievedCh
                 revision=revision,
             )
         )
-    return results
+    return results, pages
 
 
 # The channel's fields shown with each chunk (all metadata when none is) come

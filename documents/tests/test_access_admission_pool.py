@@ -4,7 +4,10 @@ is needed, the same checks and refusals as admit()."""
 
 import asyncio
 
+import psycopg
 import pytest
+from django.db import OperationalError
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from documents.access import COMMAND_LINE, AccessDenied, aadmit_pooled, admission
 from documents.access import pool as admission_pool
@@ -127,3 +130,73 @@ def test_with_the_pool_off_every_admission_takes_the_thread(
     outcomes = run(*[("handbook", new.raw_key)] * 2)
     assert [outcome.channel for outcome in outcomes] == [handbook, handbook]
     assert thread_trips == ["admit", "admit"]
+
+
+class PoolWithoutConnections(AsyncConnectionPool):
+    """The admission pool during an outage: getconn gives up (PoolTimeout), as
+    the real one does after DATABASE_POOL_TIMEOUT, but without the wait."""
+
+    def __init__(self):
+        super().__init__("", open=False)
+        self.asked = 0
+
+    async def getconn(self, timeout=None):
+        self.asked += 1
+        raise PoolTimeout("couldn't get a connection after 10.00 sec")
+
+
+@pytest.fixture
+def pool_down(monkeypatch):
+    down = PoolWithoutConnections()
+
+    async def current():
+        return down
+
+    monkeypatch.setattr(admission_pool, "current", current)
+    return down
+
+
+def test_an_outage_is_raised_at_once_without_trying_djangos_connection(
+    make_channel, pool_on, pool_down, thread_trips, steady_rate_window, monkeypatch
+):
+    """No connection from the pool is the outage itself: Django's
+    OperationalError at once, not a second wait on Django's own connection."""
+    handbook = make_channel("handbook")
+    new = create_api_key(actor=COMMAND_LINE, name="agent", channels=[handbook])
+    discarded = []
+
+    async def discard():
+        discarded.append(True)
+
+    monkeypatch.setattr(admission, "_adiscard_broken_connections", discard)
+
+    async def main():
+        with pytest.raises(OperationalError):
+            await aadmit_pooled("handbook", new.raw_key, via="test")
+
+    asyncio.run(main())
+    assert pool_down.asked == 1
+    assert thread_trips == []
+    assert counted(new.api_key) == 0
+    # Django's pool was checked, so that what the outage broke is not reused.
+    assert discarded == [True]
+
+
+def test_a_connection_broken_mid_statement_is_tried_again_through_django(
+    make_channel, pool_on, thread_trips, monkeypatch, steady_rate_window
+):
+    """A pooled connection PostgreSQL dropped (a restart) fails its statement;
+    Django's path, which drops stale connections first, admits the call."""
+    handbook = make_channel("handbook")
+    new = create_api_key(actor=COMMAND_LINE, name="agent", channels=[handbook])
+    run(("handbook", new.raw_key))  # notes the database
+    thread_trips.clear()
+
+    async def broken(pool, statement, params):
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(admission_pool, "fetch_one", broken)
+    (caller,) = run(("handbook", new.raw_key))
+    assert caller.channel == handbook
+    assert thread_trips == ["admit"]
+    assert counted(new.api_key) == 2

@@ -2,12 +2,16 @@
 traceback or an isError result (the real PostgreSQL restart is
 benchmarks/faults/postgres_restart.py)."""
 
+import asyncio
 import json
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.db import OperationalError
 
+from documents.access import pool as admission_pool
 from documents.search import service
+from documents.tests.test_access_admission_pool import PoolWithoutConnections
 from mcp_endpoint import views
 from mcp_endpoint.protocol.errors import DATABASE_UNAVAILABLE
 
@@ -42,7 +46,7 @@ def test_outage_during_a_tool_call_is_a_json_rpc_error(
     def down(*args, **kwargs):
         raise OperationalError("server closed the connection unexpectedly")
 
-    monkeypatch.setattr(service, "retrieve_chunks", down)
+    monkeypatch.setattr(service, "retrieve_passages", down)
     client = McpClient("handbook", handbook_key, era)
     response = client.send(
         "tools/call", {"name": "retrieve_text_chunks", "arguments": {"query": "x"}}
@@ -52,3 +56,68 @@ def test_outage_during_a_tool_call_is_a_json_rpc_error(
     assert body["id"] == client.next_id
     assert body["error"] == {"code": -32603, "message": DATABASE_UNAVAILABLE}
     assert b"closed the connection" not in response.content
+
+
+def test_an_outage_met_by_the_admission_pool_is_answered_at_once(
+    handbook, handbook_key, monkeypatch
+):
+    """Through the whole ASGI application: when the admission's pool has no
+    connection (PostgreSQL down), the call is answered 503 / -32603 from that
+    one wait; the view does not try Django's connection again."""
+    from project.asgi import application
+
+    down = PoolWithoutConnections()
+
+    async def current():
+        return down
+
+    monkeypatch.setattr(admission_pool, "current", current)
+    second_tries = []
+
+    async def django_path(*args, **kwargs):
+        second_tries.append(args)
+        raise AssertionError("the outage was tried again")
+
+    monkeypatch.setattr(views, "aadmit", django_path)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/mcp/handbook",
+        "raw_path": b"/mcp/handbook",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [
+            (b"host", b"testserver"),
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json"),
+            (b"mcp-protocol-version", b"2025-11-25"),
+            (b"authorization", f"Bearer {handbook_key}".encode()),
+            (b"content-length", str(len(body)).encode()),
+        ],
+        "client": ("127.0.0.1", 50000),
+        "server": ("testserver", 80),
+    }
+    sent: list[dict] = []
+    messages = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive():
+        if not messages:  # the client waits for its answer
+            await asyncio.sleep(3600)
+        return messages.pop(0)
+
+    async def send(message):
+        sent.append(message)
+
+    async_to_sync(application)(scope, receive, send)
+    assert sent[0]["status"] == 503
+    assert (b"retry-after", b"5") in [
+        (name.lower(), value) for name, value in sent[0]["headers"]
+    ]
+    answer = json.loads(b"".join(m.get("body", b"") for m in sent[1:]))
+    assert answer["error"] == {"code": -32603, "message": DATABASE_UNAVAILABLE}
+    assert down.asked == 1
+    assert second_tries == []
