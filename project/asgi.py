@@ -27,12 +27,18 @@ from project.logs import redact_access_log  # noqa: E402
 from project.prechecks import QuireASGIHandler  # noqa: E402
 from project.request_threads import ReusedRequestThreads  # noqa: E402
 
-redact_access_log()
-tracing.configure_from_environment()
-application = Lifespan(
-    ForwardedHeadersGuard(
-        ReusedRequestThreads(
-            BodyLimitMiddleware(ASGIStaticFilesHandler(QuireASGIHandler()))
+
+def build_application():
+    """The ASGI stack; its handler reads the middleware settings when built."""
+    return Lifespan(
+        ForwardedHeadersGuard(
+            ReusedRequestThreads(
+                BodyLimitMiddleware(ASGIStaticFilesHandler(QuireASGIHandler()))
+            )
         )
     )
-)
+
+
+redact_access_log()
+tracing.configure_from_environment()
+application = build_application()

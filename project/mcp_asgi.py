@@ -17,7 +17,14 @@ of what a `tools/list` cost. Here a request to the MCP view gets:
   to the request's thread, which drops a stale connection first and gives the
   connection back to the pool after (admit_released), as the two signals would;
 - the body read into memory (project.body_limit has already bounded it by
-  MCP_MAX_BODY_BYTES), then Django's middleware chain and the view, raced
+  MCP_MAX_BODY_BYTES), then, for a POST, what the middleware does to it
+  applied from the middleware's own hooks without walking the chain
+  (project.middleware.MachineHooks: security headers, X-Frame-Options, CSP,
+  Content-Length, an SSL redirect or a refused user agent when configured)
+  around the view called directly with the route resolved before the body
+  (any other method, or a MIDDLEWARE whose effect needs the chain, walks
+  Django's chain as before); a 4xx or 5xx goes to django.request's log in
+  the event loop, not through a thread; the view raced
   against the client's disconnect as Django does (closing the connection
   cancels the request), except for a method answered from cached bytes
   (tools/list, server/discover), which has no work to cancel and is sent
@@ -33,12 +40,14 @@ import io
 import json
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.core.exceptions import RequestAborted, SuspiciousOperation
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.exception import response_for_exception
 from django.db import InterfaceError, OperationalError, close_old_connections
 from django.http import HttpResponse
 from django.urls import ResolverMatch, set_script_prefix, set_urlconf
+from django.utils.log import log_response
 
 from documents.access import Caller, aadmit_pooled
 from mcp_endpoint import views as mcp_views
@@ -114,14 +123,16 @@ async def handle_mcp(
     response = None
     try:
         if _answered_from_memory(body):
-            response = await handler.run_get_response(request)
+            response = await _get_response(handler, request, match)
             if response.streaming:  # not expected; a stream still races
                 await _raced(handler, receive, handler.send_response(response, send))
             else:
                 await handler.send_response(response, send)
         else:
             answered: list[HttpResponse] = []
-            await _raced(handler, receive, _respond(handler, request, send, answered))
+            await _raced(
+                handler, receive, _respond(handler, request, match, send, answered)
+            )
             response = answered[0] if answered else None
     finally:
         if response is not None:
@@ -148,8 +159,34 @@ def _answered_from_memory(body: bytes) -> bool:
 _MEMORY_BODY_LIMIT = 4096
 
 
-async def _respond(handler: ASGIHandler, request, send, answered: list) -> None:
-    response = await handler.run_get_response(request)
+async def _get_response(
+    handler: ASGIHandler, request, match: ResolverMatch
+) -> HttpResponse:
+    """What handler.run_get_response gives, for a POST without the chain walk
+    (the module docstring)."""
+    hooks = handler.machine_hooks if request.method == "POST" else None
+    if hooks is None:
+        return await handler.run_get_response(request)
+    set_urlconf(settings.ROOT_URLCONF)
+    request.resolver_match = match
+    response = await hooks.respond(request, match.func, match.args, match.kwargs)
+    response._resource_closers.append(request.close)
+    if response.status_code >= 400:
+        log_response(
+            "%s: %s",
+            response.reason_phrase,
+            request.path,
+            response=response,
+            request=request,
+        )
+    response._handler_class = handler.__class__
+    return response
+
+
+async def _respond(
+    handler: ASGIHandler, request, match: ResolverMatch, send, answered: list
+) -> None:
+    response = await _get_response(handler, request, match)
     answered.append(response)  # closed by the caller, even when the send aborts
     await handler.send_response(response, send)
 

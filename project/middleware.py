@@ -13,6 +13,8 @@ one thread hop per hook, which made up the largest part of a small MCP call.
   process_view included, which Django would otherwise call through a thread).
 """
 
+from collections.abc import Awaitable, Callable
+
 from asgiref.sync import sync_to_async
 from axes import middleware as axes
 from axes.helpers import get_lockout_response
@@ -20,9 +22,12 @@ from django.conf import settings
 from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
 from django.contrib.sessions import middleware as sessions
-from django.http import JsonResponse
+from django.core.handlers.exception import response_for_exception
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware import clickjacking, common, csp, csrf, security
 from django.utils.deprecation import MiddlewareMixin
+from django.utils.module_loading import import_string
+from ninja.compatibility import files as ninja_files
 from oauthlib.common import urldecode
 
 from documents.models import MCP_PATH_PREFIX
@@ -214,3 +219,119 @@ class OAuthParametersMiddleware(InlineHooks, MiddlewareMixin):
             {"error": "invalid_request", "error_description": description},
             status=400,
         )
+
+
+# Function middleware that leaves a POST alone: ninja's reads the files of the
+# methods it names (PUT), never of a POST (checked when the hooks are built).
+POST_PASSES = {
+    ninja_files.FIX_MIDDLEWARE_PATH: lambda: "POST" not in ninja_files.FIX_METHODS,
+}
+
+Hook = Callable | None
+
+
+class MachineHooks:
+    """settings.MIDDLEWARE's effect on a POST under MCP_PATH, without the chain.
+
+    The layers are instances of the same middleware classes the handler
+    chains, and their own process_request/process_response run in the chain's
+    order, as InlineHooks.__acall__ and Django's convert_exception_to_response
+    would run them: a layer's process_request answering stops the walk inward
+    and that layer's process_response and the outer ones still run; an
+    exception becomes Django's response for it (response_for_exception) at the
+    layer that raised, and the outer layers' process_response see that
+    response. BrowserOnly layers pass machine requests straight through, so
+    they are not among the layers."""
+
+    def __init__(self, layers: list[tuple[Hook, Hook]]):
+        self.layers = layers
+
+    async def respond(
+        self,
+        request: HttpRequest,
+        view: Callable[..., Awaitable[HttpResponse]],
+        args: tuple,
+        kwargs: dict,
+    ) -> HttpResponse:
+        response = None
+        outermost_unanswered = len(self.layers) - 1
+        for index, (process_request, _) in enumerate(self.layers):
+            if process_request is None:
+                continue
+            try:
+                response = process_request(request)
+            except Exception as exc:  # noqa: BLE001 - as Django's inner()
+                response = response_for_exception(request, exc)
+                outermost_unanswered = index - 1
+                break
+            if response is not None:
+                outermost_unanswered = index
+                break
+        if response is None:
+            try:
+                response = await view(request, *args, **kwargs)
+                if response is None:
+                    raise ValueError(f"The view {view.__qualname__} returned None.")
+            except Exception as exc:  # noqa: BLE001 - as Django's inner()
+                response = response_for_exception(request, exc)
+        for index in range(outermost_unanswered, -1, -1):
+            process_response = self.layers[index][1]
+            if process_response is None:
+                continue
+            try:
+                response = process_response(request, response)
+            except Exception as exc:  # noqa: BLE001 - as Django's inner()
+                response = response_for_exception(request, exc)
+        return response
+
+
+async def _not_chained(request):  # the layers' get_response: never called
+    raise RuntimeError("MachineHooks calls the hooks, not the chain")
+
+
+def _layer(path: str) -> tuple[Hook, Hook] | None | bool:
+    """The hooks of one MIDDLEWARE entry for a machine POST: (request hook,
+    response hook), None when it passes such a request straight through, or
+    False when its effect can't be applied without the chain."""
+    if path in POST_PASSES:
+        return None if POST_PASSES[path]() else False
+    factory = import_string(path)
+    if not isinstance(factory, type):
+        return False
+    instance = factory(_not_chained)
+    if hasattr(instance, "process_exception") or hasattr(
+        instance, "process_template_response"
+    ):
+        return False
+    if isinstance(instance, BrowserOnly):
+        # CSRF's process_view answers None for machine requests (above).
+        if hasattr(instance, "process_view") and not isinstance(
+            instance, CsrfViewMiddleware
+        ):
+            return False
+        return None
+    if not isinstance(instance, InlineHooks) or hasattr(instance, "process_view"):
+        return False
+    return (
+        getattr(instance, "process_request", None),
+        getattr(instance, "process_response", None),
+    )
+
+
+def build_machine_hooks() -> MachineHooks | None:
+    """The hooks of settings.MIDDLEWARE for a machine POST, or None when one
+    entry's effect needs the chain (an unknown middleware, a process_view,
+    process_exception or template hook) or a database wraps views in
+    transactions: the MCP endpoint then walks Django's chain as before. Built
+    with the handler's own chain (project.prechecks.QuireASGIHandler), so both
+    read the settings at the same moment."""
+    if any(db.get("ATOMIC_REQUESTS") for db in settings.DATABASES.values()):
+        return None
+    layers = []
+    for path in settings.MIDDLEWARE:
+        layer = _layer(path)
+        if layer is False:
+            return None
+        if layer is not None and layer != (None, None):
+            layers.append(layer)
+    return MachineHooks(layers)

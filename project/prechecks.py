@@ -49,6 +49,7 @@ from documents.api import auth as api_auth
 from mcp_endpoint import views as mcp_views
 from project.api import access_denied_problem, problem
 from project.mcp_asgi import handle_mcp
+from project.middleware import build_machine_hooks
 
 ADMISSION_KEY = api_auth.ADMISSION_KEY
 # Where the route a request's path resolved to is kept, so the body limit and
@@ -215,7 +216,13 @@ async def check_before_body(handler: ASGIHandler, scope: dict) -> HttpResponse |
 
 class QuireASGIHandler(ASGIHandler):
     """Django's ASGI handler, with the checks above before the body is read;
-    the MCP endpoint's requests take project.mcp_asgi's shorter path."""
+    the MCP endpoint's requests take project.mcp_asgi's flat path (unless
+    MCP_FLAT_PATH is off)."""
+
+    def __init__(self):
+        super().__init__()  # builds the middleware chain from the settings
+        # ...and, from the same settings, the same middleware's hooks for MCP.
+        self.machine_hooks = build_machine_hooks()
 
     def resolve_request(self, request: HttpRequest) -> ResolverMatch:
         """The route the checks resolved from the same path, not a second walk
@@ -228,7 +235,7 @@ class QuireASGIHandler(ASGIHandler):
 
     async def handle(self, scope, receive, send):
         match = scope_route(scope)
-        if rule_for(match) is MCP and settings.MCP_ENABLED:
+        if rule_for(match) is MCP and settings.MCP_ENABLED and settings.MCP_FLAT_PATH:
             return await handle_mcp(
                 self,
                 scope,

@@ -353,6 +353,10 @@ MCP_RATE_LIMIT_PER_MINUTE = env_int("MCP_RATE_LIMIT_PER_MINUTE", 600, minimum=0)
 # Connections of the MCP admission's own async pool (documents.access.pool),
 # beside Django's; 0: admit through Django's connection in the request's thread.
 MCP_ADMISSION_POOL_SIZE = env_int("MCP_ADMISSION_POOL_SIZE", 4, minimum=0)
+# MCP calls take the flat path (project.mcp_asgi): no request signals, no body
+# spooled, the middleware's hooks without the chain; false: Django's whole
+# handler, as every other route (for a signal receiver that must see them).
+MCP_FLAT_PATH = env_bool("MCP_FLAT_PATH", True)
 MCP_MAX_RESULTS = env_int("MCP_MAX_RESULTS", 50, minimum=1)
 MCP_LIST_LIMIT_MAX = env_int("MCP_LIST_LIMIT_MAX", 100, minimum=1)
 # Ceiling over every channel's own get_pages cap (Channel.max_pages_per_call).
