@@ -47,7 +47,7 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.db.models import F  # noqa: E402
-from scale_vectors import VectorSpace, profile  # noqa: E402
+from scale_vectors import VectorSpace, profile, query_offsets  # noqa: E402
 
 from documents.filters import compile_filter  # noqa: E402
 from documents.ingestion import embeddings  # noqa: E402
@@ -581,17 +581,18 @@ def print_shape(chunks: int, data: Path | None) -> None:
     chunks), and, with `data`, of SciFact's real embeddings (its test queries
     against SHAPE_SCIFACT_CORPUS abstracts that include every judged one)
     beside a random synthetic sample of the same size with the same number
-    of queries."""
+    of queries; then, for both, how far a query sits from the passage it asks
+    about (scale_vectors.query_offsets: what QUERY_SPREAD is set from)."""
     space = VectorSpace(SEED, DIMENSIONS)
     rng = np.random.default_rng(SEED + 1)
     size = min(chunks, SHAPE_SAMPLE)
     documents = -(-size // CHUNKS_PER_DOCUMENT)
     corpus = space.chunk_vectors(rng, documents, CHUNKS_PER_DOCUMENT)
     # A query's own passage stays in the corpus: it is the relevant document.
+    queries, passages = _queries_near(space, rng, corpus, SHAPE_QUERIES)
+    print(profile(corpus, queries).line("shape synthetic"), flush=True)
     print(
-        profile(corpus, _queries_near(space, rng, corpus, SHAPE_QUERIES)).line(
-            "shape synthetic"
-        ),
+        query_offsets(corpus, queries, passages).line("offsets synthetic"),
         flush=True,
     )
     if data is None:
@@ -603,25 +604,60 @@ def print_shape(chunks: int, data: Path | None) -> None:
     relevant = {doc for docs in judged.values() for doc in docs}
     chosen = [item for item in beir if str(item["_id"]) in relevant]
     others = [item for item in beir if str(item["_id"]) not in relevant]
-    for index in sorted(
-        rng.choice(len(others), SHAPE_SCIFACT_CORPUS - len(chosen), replace=False)
-    ):
+    # Its own draw: the abstracts (and so halfvec's cache of their vectors,
+    # named by their count) are the same whatever --chunks is.
+    picks = np.random.default_rng(SEED + 2).choice(
+        len(others), SHAPE_SCIFACT_CORPUS - len(chosen), replace=False
+    )
+    for index in sorted(picks):
         chosen.append(others[index])
     embedder = embeddings.get_embedder()
     real = np.asarray(halfvec.corpus_vectors(chosen, embedder), dtype=np.float32)
+    asked = [qid for qid in sorted(judged) if qid in texts]
     real_queries = np.asarray(
-        [embedder.embed_query(texts[qid]) for qid in sorted(judged) if qid in texts],
-        dtype=np.float32,
+        [embedder.embed_query(texts[qid]) for qid in asked], dtype=np.float32
     )
     print(profile(real, real_queries).line("shape SciFact (MiniLM)"), flush=True)
+    position = {str(item["_id"]): index for index, item in enumerate(chosen)}
+    pairs = [
+        (number, position[doc])
+        for number, qid in enumerate(asked)
+        for doc, score in sorted(judged[qid].items())
+        if score > 0
+    ]
+    print(
+        query_offsets(
+            real,
+            real_queries[[query for query, _ in pairs]],
+            np.array([passage for _, passage in pairs]),
+        ).line("offsets SciFact (MiniLM)"),
+        flush=True,
+    )
     sample = corpus[rng.choice(len(corpus), size=len(real), replace=False)]
-    queries = _queries_near(space, rng, sample, len(real_queries))
-    print(profile(sample, queries).line("shape synthetic, SciFact's sizes"), flush=True)
+    # A query about every vector of the sample for the offsets (their median
+    # over 300 queries moved by 0.1-0.2 from one draw to the next), the first
+    # as many as SciFact has for the profile.
+    queries, passages = _queries_near(space, rng, sample, len(sample))
+    print(
+        profile(sample, queries[: len(real_queries)]).line(
+            "shape synthetic, SciFact's sizes"
+        ),
+        flush=True,
+    )
+    print(
+        query_offsets(sample, queries, passages).line(
+            "offsets synthetic, SciFact's sizes"
+        ),
+        flush=True,
+    )
 
 
-def _queries_near(space, rng, corpus: np.ndarray, count: int) -> np.ndarray:
+def _queries_near(space, rng, corpus: np.ndarray, count: int):
+    """`count` queries, each near a distinct corpus vector, and those vectors'
+    indexes."""
     picked = rng.choice(len(corpus), size=count, replace=False)
-    return np.stack([space.query_near(rng, corpus[index]) for index in picked])
+    queries = np.stack([space.query_near(rng, corpus[index]) for index in picked])
+    return queries, picked
 
 
 def main() -> None:
