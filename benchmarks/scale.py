@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/scale.py [--chunks 1000000] [--queries 100]
         [--modes keyword,vector,hybrid] [--calibrate] [--sizes]
-    [--shape [--data ../shared/data/scifact]]
+    [--shape [--data ../shared/data/scifact]] [--ef-search 100,200,400]
 
 Grows the chunk table of the benchmark database (QUIRE_DATABASE_NAME, default
 quire_scale) to at least --chunks rows with a synthetic channel: documents with a
@@ -23,7 +23,9 @@ to 100,000 chunks (what SEARCH_EXACT_ROWS_PER_VISIT is set from); --sizes
 prints the table, index and per-column sizes (docs/scaling.md); --shape prints
 the synthetic vectors' nearest-neighbour distance profile beside SciFact's real
 embeddings (--data, embedded once and cached like benchmarks/halfvec.py does),
-without touching the database.
+without touching the database; --ef-search times the vector leg's walk at
+each hnsw.ef_search given, with its recall@50 against exact search, at the
+widths that walk.
 """
 
 import argparse
@@ -524,6 +526,42 @@ def calibrate(channel, rng, count: int) -> None:
         )
 
 
+def walk_sweep(channel, rng, count: int, ef_searches: list[int]) -> None:
+    """The vector leg's walk at each hnsw.ef_search in `ef_searches` (in place
+    of legs.WALK_EF_SEARCH) over the same queries, per filter width the walk
+    serves: p50 of the leg alone and recall@50 against the exact ranking."""
+    model = embeddings.get_embedder().model_name
+    candidates = channel.retriever_candidates
+    shipped = legs.WALK_EF_SEARCH
+    for label, metadata_filter in WIDTHS:
+        scope = scope_of(channel, metadata_filter)
+        if legs.plan_vector_leg(scope, candidates).exact:
+            continue
+        walk = legs.walk_plan(scope, candidates)
+        vectors = list(sample_queries(channel, rng, count, metadata_filter).values())
+        exact = [exact_vector_ranking(scope, v, model, 50) for v in vectors]
+        for ef_search in ef_searches:
+            legs.WALK_EF_SEARCH = ef_search
+            times, recalls = [], []
+            try:
+                for vector, expected in zip(vectors, exact, strict=True):
+                    legs._nearest(scope, vector, model, candidates, walk)
+                    started = time.perf_counter()
+                    ranked = legs._nearest(scope, vector, model, candidates, walk)
+                    times.append(time.perf_counter() - started)
+                    recalls.append(recall([c for c, _ in ranked[:50]], expected))
+            finally:
+                legs.WALK_EF_SEARCH = shipped
+            print(
+                f"walk {label}, ef_search {ef_search}: vector leg p50 "
+                f"{percentile(times, 0.5) * 1000:.1f} ms p95 "
+                f"{percentile(times, 0.95) * 1000:.1f} ms; recall@50 mean "
+                f"{np.mean(recalls):.3f} min {min(recalls):.2f}; "
+                f"{sum(r < 0.1 for r in recalls)} of {len(recalls)} under 0.1",
+                flush=True,
+            )
+
+
 def print_sizes() -> None:
     """Bytes on disk of the chunk table, its indexes and its columns."""
     table = Chunk._meta.db_table
@@ -668,6 +706,11 @@ def main() -> None:
     parser.add_argument("--calibrate", action="store_true")
     parser.add_argument("--sizes", action="store_true")
     parser.add_argument("--shape", action="store_true")
+    parser.add_argument(
+        "--ef-search",
+        default="",
+        help="comma-separated hnsw.ef_search values: sweep the walk's recall",
+    )
     parser.add_argument("--data", type=Path, default=None)
     args = parser.parse_args()
     if args.shape:
@@ -683,6 +726,11 @@ def main() -> None:
         print_sizes()
     if args.calibrate:
         calibrate(channel, rng, args.queries)
+        return
+    if args.ef_search:
+        walk_sweep(
+            channel, rng, args.queries, [int(v) for v in args.ef_search.split(",")]
+        )
         return
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     for label, metadata_filter in WIDTHS:
