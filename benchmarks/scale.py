@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/scale.py [--chunks 1000000] [--queries 100]
         [--modes keyword,vector,hybrid] [--calibrate] [--sizes]
-    [--shape [--data ../shared/data/scifact]]
+    [--shape [--data ../shared/data/scifact]] [--ef-search 100,200,400]
 
 Grows the chunk table of the benchmark database (QUIRE_DATABASE_NAME, default
 quire_scale) to at least --chunks rows with a synthetic channel: documents with a
@@ -23,7 +23,9 @@ to 100,000 chunks (what SEARCH_EXACT_ROWS_PER_VISIT is set from); --sizes
 prints the table, index and per-column sizes (docs/scaling.md); --shape prints
 the synthetic vectors' nearest-neighbour distance profile beside SciFact's real
 embeddings (--data, embedded once and cached like benchmarks/halfvec.py does),
-without touching the database.
+without touching the database; --ef-search times the vector leg's walk at
+each hnsw.ef_search given, with its recall@50 against exact search, at the
+widths that walk.
 """
 
 import argparse
@@ -47,7 +49,7 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.db.models import F  # noqa: E402
-from scale_vectors import VectorSpace, profile  # noqa: E402
+from scale_vectors import VectorSpace, profile, query_offsets  # noqa: E402
 
 from documents.filters import compile_filter  # noqa: E402
 from documents.ingestion import embeddings  # noqa: E402
@@ -524,6 +526,42 @@ def calibrate(channel, rng, count: int) -> None:
         )
 
 
+def walk_sweep(channel, rng, count: int, ef_searches: list[int]) -> None:
+    """The vector leg's walk at each hnsw.ef_search in `ef_searches` (in place
+    of legs.WALK_EF_SEARCH) over the same queries, per filter width the walk
+    serves: p50 of the leg alone and recall@50 against the exact ranking."""
+    model = embeddings.get_embedder().model_name
+    candidates = channel.retriever_candidates
+    shipped = legs.WALK_EF_SEARCH
+    for label, metadata_filter in WIDTHS:
+        scope = scope_of(channel, metadata_filter)
+        if legs.plan_vector_leg(scope, candidates).exact:
+            continue
+        walk = legs.walk_plan(scope, candidates)
+        vectors = list(sample_queries(channel, rng, count, metadata_filter).values())
+        exact = [exact_vector_ranking(scope, v, model, 50) for v in vectors]
+        for ef_search in ef_searches:
+            legs.WALK_EF_SEARCH = ef_search
+            times, recalls = [], []
+            try:
+                for vector, expected in zip(vectors, exact, strict=True):
+                    legs._nearest(scope, vector, model, candidates, walk)
+                    started = time.perf_counter()
+                    ranked = legs._nearest(scope, vector, model, candidates, walk)
+                    times.append(time.perf_counter() - started)
+                    recalls.append(recall([c for c, _ in ranked[:50]], expected))
+            finally:
+                legs.WALK_EF_SEARCH = shipped
+            print(
+                f"walk {label}, ef_search {ef_search}: vector leg p50 "
+                f"{percentile(times, 0.5) * 1000:.1f} ms p95 "
+                f"{percentile(times, 0.95) * 1000:.1f} ms; recall@50 mean "
+                f"{np.mean(recalls):.3f} min {min(recalls):.2f}; "
+                f"{sum(r < 0.1 for r in recalls)} of {len(recalls)} under 0.1",
+                flush=True,
+            )
+
+
 def print_sizes() -> None:
     """Bytes on disk of the chunk table, its indexes and its columns."""
     table = Chunk._meta.db_table
@@ -581,17 +619,18 @@ def print_shape(chunks: int, data: Path | None) -> None:
     chunks), and, with `data`, of SciFact's real embeddings (its test queries
     against SHAPE_SCIFACT_CORPUS abstracts that include every judged one)
     beside a random synthetic sample of the same size with the same number
-    of queries."""
+    of queries; then, for both, how far a query sits from the passage it asks
+    about (scale_vectors.query_offsets: what QUERY_SPREAD is set from)."""
     space = VectorSpace(SEED, DIMENSIONS)
     rng = np.random.default_rng(SEED + 1)
     size = min(chunks, SHAPE_SAMPLE)
     documents = -(-size // CHUNKS_PER_DOCUMENT)
     corpus = space.chunk_vectors(rng, documents, CHUNKS_PER_DOCUMENT)
     # A query's own passage stays in the corpus: it is the relevant document.
+    queries, passages = _queries_near(space, rng, corpus, SHAPE_QUERIES)
+    print(profile(corpus, queries).line("shape synthetic"), flush=True)
     print(
-        profile(corpus, _queries_near(space, rng, corpus, SHAPE_QUERIES)).line(
-            "shape synthetic"
-        ),
+        query_offsets(corpus, queries, passages).line("offsets synthetic"),
         flush=True,
     )
     if data is None:
@@ -603,25 +642,60 @@ def print_shape(chunks: int, data: Path | None) -> None:
     relevant = {doc for docs in judged.values() for doc in docs}
     chosen = [item for item in beir if str(item["_id"]) in relevant]
     others = [item for item in beir if str(item["_id"]) not in relevant]
-    for index in sorted(
-        rng.choice(len(others), SHAPE_SCIFACT_CORPUS - len(chosen), replace=False)
-    ):
+    # Its own draw: the abstracts (and so halfvec's cache of their vectors,
+    # named by their count) are the same whatever --chunks is.
+    picks = np.random.default_rng(SEED + 2).choice(
+        len(others), SHAPE_SCIFACT_CORPUS - len(chosen), replace=False
+    )
+    for index in sorted(picks):
         chosen.append(others[index])
     embedder = embeddings.get_embedder()
     real = np.asarray(halfvec.corpus_vectors(chosen, embedder), dtype=np.float32)
+    asked = [qid for qid in sorted(judged) if qid in texts]
     real_queries = np.asarray(
-        [embedder.embed_query(texts[qid]) for qid in sorted(judged) if qid in texts],
-        dtype=np.float32,
+        [embedder.embed_query(texts[qid]) for qid in asked], dtype=np.float32
     )
     print(profile(real, real_queries).line("shape SciFact (MiniLM)"), flush=True)
+    position = {str(item["_id"]): index for index, item in enumerate(chosen)}
+    pairs = [
+        (number, position[doc])
+        for number, qid in enumerate(asked)
+        for doc, score in sorted(judged[qid].items())
+        if score > 0
+    ]
+    print(
+        query_offsets(
+            real,
+            real_queries[[query for query, _ in pairs]],
+            np.array([passage for _, passage in pairs]),
+        ).line("offsets SciFact (MiniLM)"),
+        flush=True,
+    )
     sample = corpus[rng.choice(len(corpus), size=len(real), replace=False)]
-    queries = _queries_near(space, rng, sample, len(real_queries))
-    print(profile(sample, queries).line("shape synthetic, SciFact's sizes"), flush=True)
+    # A query about every vector of the sample for the offsets (their median
+    # over 300 queries moved by 0.1-0.2 from one draw to the next), the first
+    # as many as SciFact has for the profile.
+    queries, passages = _queries_near(space, rng, sample, len(sample))
+    print(
+        profile(sample, queries[: len(real_queries)]).line(
+            "shape synthetic, SciFact's sizes"
+        ),
+        flush=True,
+    )
+    print(
+        query_offsets(sample, queries, passages).line(
+            "offsets synthetic, SciFact's sizes"
+        ),
+        flush=True,
+    )
 
 
-def _queries_near(space, rng, corpus: np.ndarray, count: int) -> np.ndarray:
+def _queries_near(space, rng, corpus: np.ndarray, count: int):
+    """`count` queries, each near a distinct corpus vector, and those vectors'
+    indexes."""
     picked = rng.choice(len(corpus), size=count, replace=False)
-    return np.stack([space.query_near(rng, corpus[index]) for index in picked])
+    queries = np.stack([space.query_near(rng, corpus[index]) for index in picked])
+    return queries, picked
 
 
 def main() -> None:
@@ -632,6 +706,11 @@ def main() -> None:
     parser.add_argument("--calibrate", action="store_true")
     parser.add_argument("--sizes", action="store_true")
     parser.add_argument("--shape", action="store_true")
+    parser.add_argument(
+        "--ef-search",
+        default="",
+        help="comma-separated hnsw.ef_search values: sweep the walk's recall",
+    )
     parser.add_argument("--data", type=Path, default=None)
     args = parser.parse_args()
     if args.shape:
@@ -647,6 +726,11 @@ def main() -> None:
         print_sizes()
     if args.calibrate:
         calibrate(channel, rng, args.queries)
+        return
+    if args.ef_search:
+        walk_sweep(
+            channel, rng, args.queries, [int(v) for v in args.ef_search.split(",")]
+        )
         return
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     for label, metadata_filter in WIDTHS:
