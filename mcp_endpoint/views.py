@@ -2,7 +2,8 @@
 
 Access checks come first (Origin, method, key, rate limit, size), then the
 JSON-RPC message goes to `protocol.handle_post`. Answers are JSON, or SSE when
-a call emits notifications and the client accepts `text/event-stream`.
+a tool call emits notifications and the client accepts `text/event-stream`
+(only a tool call can: protocol.may_notify).
 """
 
 import asyncio
@@ -273,7 +274,7 @@ async def _serve(
         else log.started_ns,
         admission_ns=admission_ns,
     )
-    if "text/event-stream" not in accept.lower():
+    if "text/event-stream" not in accept.lower() or not protocol.may_notify(body):
         reply = await protocol.handle_post(body, **call)
         log.took(reply)
         return _json(reply), reply.outcome

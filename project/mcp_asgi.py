@@ -153,7 +153,8 @@ def _answered_from_memory(body: bytes) -> bool:
         message = json.loads(body)
     except (ValueError, RecursionError):
         return False
-    return isinstance(message, dict) and message.get("method") in CACHED_METHODS
+    method = message.get("method") if isinstance(message, dict) else None
+    return isinstance(method, str) and method in CACHED_METHODS
 
 
 _MEMORY_BODY_LIMIT = 4096

@@ -25,6 +25,7 @@ from django.contrib.sessions import middleware as sessions
 from django.core.handlers.exception import response_for_exception
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware import clickjacking, common, csp, csrf, security
+from django.utils.csp import CSP, build_policy
 from django.utils.deprecation import MiddlewareMixin
 from django.utils.module_loading import import_string
 from ninja.compatibility import files as ninja_files
@@ -106,7 +107,39 @@ class XFrameOptionsMiddleware(InlineHooks, clickjacking.XFrameOptionsMiddleware)
 
 
 class ContentSecurityPolicyMiddleware(InlineHooks, csp.ContentSecurityPolicyMiddleware):
-    pass
+    """Django's, with a policy that uses no nonce (none was asked for: every
+    answer but a page's) built once per configuration instead of per response."""
+
+    def __init__(self, get_response):
+        super().__init__(get_response)
+        self._policies: dict[int, tuple[dict, str]] = {}
+
+    def process_response(self, request, response):
+        nonce = csp.get_nonce(request)
+        if nonce:  # evaluated by a template: this response's own policy
+            return super().process_response(request, response)
+        sentinel = object()
+        if (config := getattr(response, "_csp_config", sentinel)) is sentinel:
+            config = settings.SECURE_CSP
+        if (report_only := getattr(response, "_csp_ro_config", sentinel)) is sentinel:
+            report_only = settings.SECURE_CSP_REPORT_ONLY
+        # As Django's: an empty configuration adds no header, nor is one the
+        # view set overwritten.
+        for header, value in (
+            (CSP.HEADER_ENFORCE, config),
+            (CSP.HEADER_REPORT_ONLY, report_only),
+        ):
+            if value and header not in response:
+                response.headers[str(header)] = self._policy(value)
+        return response
+
+    def _policy(self, config: dict) -> str:
+        kept = self._policies.get(id(config))
+        if kept is None or kept[0] is not config:
+            if len(self._policies) >= 8:
+                self._policies.clear()
+            kept = self._policies[id(config)] = (config, build_policy(config))
+        return kept[1]
 
 
 class AxesMiddleware(BrowserOnly, axes.AxesMiddleware):

@@ -41,7 +41,13 @@ from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.exception import response_for_exception
 from django.db import InterfaceError, OperationalError, close_old_connections
 from django.http import HttpRequest, HttpResponse
-from django.urls import Resolver404, ResolverMatch, resolve
+from django.urls import (
+    Resolver404,
+    ResolverMatch,
+    URLResolver,
+    get_resolver,
+    get_urlconf,
+)
 from django.utils.module_loading import import_string
 
 from documents.access import AccessDenied, Caller
@@ -149,11 +155,32 @@ def rule_for(match: ResolverMatch | None) -> BodyRule:
     return NAMESPACE_RULES.get(namespace, NO_BODY)
 
 
+# The MCP endpoint's routes by path, for the URL resolver they came from (a
+# new one after clear_url_caches()): an MCP call resolves its path once per
+# channel, not on every call. Bounded, since a client may name any slug.
+MCP_ROUTES_MAX = 1024
+_mcp_routes: dict[str, ResolverMatch] = {}
+_mcp_routes_resolver: list[URLResolver | None] = [None]
+
+
 def route_match(path_info: str) -> ResolverMatch | None:
+    """The route of `path_info` (None: no route), as django.urls.resolve gives it."""
+    resolver = get_resolver(get_urlconf())
+    if _mcp_routes_resolver[0] is not resolver:
+        _mcp_routes.clear()
+        _mcp_routes_resolver[0] = resolver
+    match = _mcp_routes.get(path_info)
+    if match is not None:
+        return match
     try:
-        return resolve(path_info)
+        match = resolver.resolve(path_info)
     except Resolver404:
         return None
+    if match.func is mcp_views.mcp:
+        if len(_mcp_routes) >= MCP_ROUTES_MAX:
+            _mcp_routes.clear()
+        _mcp_routes[path_info] = match
+    return match
 
 
 def scope_path_info(scope: dict) -> str:

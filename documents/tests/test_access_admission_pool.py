@@ -121,6 +121,72 @@ def test_the_rate_limit_refuses_from_the_pool(
     assert [getattr(outcome, "status", 200) for outcome in outcomes] == [200, 200, 429]
 
 
+def test_the_pools_count_does_not_wait_for_the_disk_and_is_seen_at_once(
+    make_channel, pool_on, steady_rate_window
+):
+    """The pool's sessions commit the rate window without waiting for the
+    disk (synchronous_commit off); Django's connection sees each count at once."""
+    handbook = make_channel("handbook")
+    new = create_api_key(actor=COMMAND_LINE, name="agent", channels=[handbook])
+
+    async def main():
+        seen = []
+        try:
+            for _ in range(3):
+                await aadmit_pooled("handbook", new.raw_key, via="test")
+                seen.append(await asyncio.to_thread(counted, new.api_key))
+            pool = await admission_pool.current()
+            async with pool.connection() as conn:
+                setting = await (
+                    await conn.execute("SHOW synchronous_commit")
+                ).fetchone()
+        finally:
+            await admission_pool.close()
+        return seen, setting[0]
+
+    seen, setting = asyncio.run(main())
+    assert setting == "off"
+    assert seen == [1, 2, 3]
+
+
+def test_each_connection_keeps_one_cursor_for_the_statement(
+    make_channel, pool_on, steady_rate_window, monkeypatch
+):
+    """Admissions on one connection run on the cursor it keeps, not a new one
+    per call; a closed cursor is replaced."""
+    handbook = make_channel("handbook")
+    new = create_api_key(actor=COMMAND_LINE, name="agent", channels=[handbook])
+    used = []
+    kept_cursor = admission_pool._Connection.kept_cursor
+
+    def recorded(self):
+        cursor = kept_cursor(self)
+        used.append((self, cursor))
+        return cursor
+
+    monkeypatch.setattr(admission_pool._Connection, "kept_cursor", recorded)
+
+    async def main():
+        try:
+            for _ in range(4):
+                await aadmit_pooled("handbook", new.raw_key, via="test")
+            pool = await admission_pool.current()
+            async with pool.connection() as conn:
+                kept = conn.kept_cursor()
+                await kept.close()
+                replaced = conn.kept_cursor()
+        finally:
+            await admission_pool.close()
+        return kept, replaced
+
+    kept, replaced = asyncio.run(main())
+    admissions = used[:-2]  # the first admission notes the database (Django's)
+    assert len(admissions) == 3
+    connections = {id(conn) for conn, _ in admissions}
+    assert len({id(cursor) for _, cursor in admissions}) == len(connections)
+    assert replaced is not kept and not replaced.closed
+
+
 def test_with_the_pool_off_every_admission_takes_the_thread(
     make_channel, settings, thread_trips, steady_rate_window
 ):

@@ -6,6 +6,7 @@ speaks"; the versions are listed in eras.py): the handshake era (2024-11-05 …
 header and the body's `_meta`.
 """
 
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ from mcp_endpoint.protocol.extensions import declares_apps
 from mcp_endpoint.protocol.methods import BOTH, METHODS, server_info
 from mcp_endpoint.registry import CallContext, registry
 
-__all__ = ["BOTH", "METHODS", "JsonRpcError", "Reply", "handle_post"]
+__all__ = ["BOTH", "METHODS", "JsonRpcError", "Reply", "handle_post", "may_notify"]
 
 logger = logging.getLogger("mcp_endpoint")
 
@@ -55,6 +56,13 @@ CACHE_TTL_MS = {
 }
 # Results depend on the key's channel: never share them across keys.
 CACHE_SCOPE = "private"
+# The methods whose handler is given `emit`: a tool may send progress and log
+# notifications before its result (registry.CallContext.notify); no other
+# method can, so its answer never needs a stream.
+NOTIFYING_METHODS = frozenset({"tools/call"})
+# A body larger than this is taken as one that may notify without parsing it
+# twice (a tools/list is ~60 bytes; a tool call's arguments can be large).
+_PEEK_BYTES = 4096
 
 
 @dataclass
@@ -80,6 +88,22 @@ def error_reply(
 
 
 # --- One POST ----------------------------------------------------------------------
+
+
+def may_notify(body: bytes) -> bool:
+    """Whether the answer to `body` may send notifications before its response
+    (a request for one of NOTIFYING_METHODS, or a body too large to peek at):
+    the transport answers anything else as one JSON response without setting
+    up a stream. A body that doesn't parse can't notify (handle_post answers
+    it with a parse error)."""
+    if len(body) > _PEEK_BYTES:
+        return True
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    method = message.get("method") if isinstance(message, dict) else None
+    return isinstance(method, str) and method in NOTIFYING_METHODS
 
 
 def _valid_id(value: Any) -> bool:
@@ -186,6 +210,8 @@ async def _answer(
             )
         elif method == "initialize":
             version = params.get("protocolVersion") or LATEST_LEGACY_VERSION
+        if method not in NOTIFYING_METHODS:
+            emit = None  # may_notify told the transport no stream is needed
         ctx = _context(method, params, era, version, client_capabilities, emit, **call)
         ctx.tool_target = target
         entry = METHODS.get(method)

@@ -193,3 +193,36 @@ def test_quiet_streams_get_keepalive_comments(mcp, fixtures_in_handbook, monkeyp
     response = call(mcp, "test_tool_with_progress", meta={"progressToken": 7})
     assert b": ping\n\n" in response.stream_body
     assert read_stream(response)[-1]["result"]["content"][0]["text"] == "7"
+
+
+def test_only_a_tool_call_may_notify():
+    """A tool call (or a body too large to peek at) may notify before its
+    result; any other method, and a body that doesn't parse, can't."""
+    from mcp_endpoint.protocol import may_notify
+
+    def body(method: str) -> bytes:
+        return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method}).encode()
+
+    assert may_notify(body("tools/call"))
+    assert not may_notify(body("tools/list"))
+    assert not may_notify(body("server/discover"))
+    assert not may_notify(b"{not json")
+    assert not may_notify(b"[" * 4000)
+    assert not may_notify(b'{"jsonrpc": "2.0", "id": 1, "method": ["tools/call"]}')
+    assert not may_notify(b'{"jsonrpc": "2.0", "id": 1, "method": {}}')
+    assert may_notify(body("tools/list")[:-1] + b', "x": "' + b"a" * 5000 + b'"}')
+
+
+def test_methods_that_cant_notify_are_answered_without_a_stream(mcp_any, monkeypatch):
+    """tools/list from a client that accepts SSE is one JSON response, without
+    the stream's tasks being set up."""
+    from mcp_endpoint import views
+
+    async def no_stream(*args, **kwargs):
+        raise AssertionError("a stream was set up")
+
+    monkeypatch.setattr(views, "_stream", no_stream)
+    response = mcp_any.send("tools/list")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    assert "tools" in json.loads(response.content)["result"]

@@ -188,6 +188,11 @@ CASES = {
         400,
     ),
     "not JSON-RPC": (lambda key: call(key, b"[]"), {}, 400),
+    "a method that isn't a string": (
+        lambda key: call(key, b'{"jsonrpc": "2.0", "id": 1, "method": ["tools/list"]}'),
+        {},
+        400,
+    ),
     "GET": (lambda key: call(key, b"", method="GET", announce=False), {}, 405),
     "PUT with a body": (lambda key: call(key, method="PUT"), {}, 405),
     "DELETE": (lambda key: call(key, b"", method="DELETE", announce=False), {}, 405),

@@ -320,3 +320,25 @@ def test_cached_answers_skip_the_disconnect_race(keys):
     assert answer["id"] == 7
     assert {tool["name"] for tool in answer["result"]["tools"]} >= {"list_documents"}
     assert headers[b"Content-Type"] == b"application/json"
+
+
+def test_mcp_routes_are_resolved_once_per_path_and_resolver(settings):
+    """An MCP path's route is kept for the URL resolver it came from: the same
+    match again, a fresh one once the URL caches are cleared; other paths are
+    resolved every time, and the kept routes are bounded."""
+    from django.urls import clear_url_caches
+
+    from project import prechecks
+
+    first = prechecks.route_match("/mcp/handbook")
+    assert first.func is views.mcp and first.kwargs == {"channel_slug": "handbook"}
+    assert prechecks.route_match("/mcp/handbook") is first
+    assert prechecks.route_match("/mcp/other").kwargs == {"channel_slug": "other"}
+    assert prechecks.route_match("/") is not prechecks.route_match("/")
+    assert prechecks.route_match("/nowhere/at/all") is None
+    clear_url_caches()
+    fresh = prechecks.route_match("/mcp/handbook")
+    assert fresh is not first and fresh.func is views.mcp
+    for index in range(prechecks.MCP_ROUTES_MAX + 5):
+        prechecks.route_match(f"/mcp/slug-{index}")
+    assert len(prechecks._mcp_routes) <= prechecks.MCP_ROUTES_MAX
