@@ -24,6 +24,7 @@ from enum import StrEnum
 import blingfire
 
 from documents.generation.memo import LRU, text_key
+from documents.ingestion.context import continues_heading
 
 
 class Kind(StrEnum):
@@ -221,7 +222,11 @@ def split_sentences(text: str, headings: Marks = ()) -> list[Sentence]:
                 units.extend(_block(text, block_start, start))
                 block_start = None
             unit = _unit(text, start, end, Kind.HEADING)
-            if marked.get(index - 1) == marked[index] and units:
+            if (
+                marked.get(index - 1) == marked[index]
+                and units
+                and continues_heading(unit.text)
+            ):
                 # A heading set over several lines is one heading.
                 above = units.pop()
                 unit = Sentence(

@@ -41,6 +41,16 @@ def _key(text: str) -> str:
     return " ".join(re.sub(r"^ {0,3}#{1,6}[ \t]+", "", text).split()).casefold()
 
 
+# "2.1 Healthcare consumers": a numbered line starts a heading of its own.
+_NUMBERED = re.compile(r"^\s*\d+(?:\.\d+)*\.?\s")
+
+
+def continues_heading(line: str) -> bool:
+    """Whether a marked line right under a marked line of its level goes on
+    with that heading (a title set over two lines) rather than starting one."""
+    return not _NUMBERED.match(line)
+
+
 def marked_headings(lines) -> tuple[tuple[int, int, int], ...]:
     """(start, end, level) of the lines marked as headings, in order; an entry
     that is not a well-formed mark is no heading."""
@@ -62,7 +72,8 @@ class HeadingTrail:
     """The headings in effect as a document's pages are read in order: a
     heading closes every open heading of its level or deeper. Headings are
     Markdown's, or the lines a reader marked (`marked_headings`): marked lines
-    of one level in a row are one heading set over several lines."""
+    of one level in a row are one heading set over several lines, unless a
+    line is numbered (`continues_heading`)."""
 
     def __init__(self) -> None:
         self._open: list[tuple[int, str]] = []
@@ -102,7 +113,12 @@ class HeadingTrail:
                         paths.append(self._path())
                 continue
             level, title = heading
-            if continued and self._open and self._open[-1][0] == level:
+            if (
+                continued
+                and self._open
+                and self._open[-1][0] == level
+                and continues_heading(title)
+            ):
                 title = f"{self._open.pop()[1]} {title}"
             continued = marks is not None
             while self._open and self._open[-1][0] >= level:

@@ -106,6 +106,45 @@ def test_pdf_lines_in_large_or_bold_type_are_marked_as_headings(tmp_path):
     )
 
 
+def test_contents_lines_and_running_heads_are_no_headings(tmp_path):
+    """A contents line with dot leaders and a line in large type repeated from
+    an earlier page (a running head, its page number aside) are not marked."""
+    data = make_styled_pdf(
+        [
+            [
+                ("Ferns of the north 1", 14, False),
+                ("Contents . . . . . . . . 3", 11, True),
+                *[(BODY, 11, False)] * 6,
+                ("Spores", 11, True),
+                *[(BODY, 11, False)] * 2,
+            ],
+            [("Ferns of the north 2", 14, False), *[(BODY, 11, False)] * 6],
+        ]
+    )
+    parsed = _parse_pdf(_write(tmp_path, "ferns.pdf", data), tmp_path)
+    first, second = (
+        [page.text[start:end] for start, end, _ in marked_headings(page.lines)]
+        for page in parsed.pages
+    )
+    assert first == ["Ferns of the north 1", "Spores"]
+    assert second == []
+
+
+def test_a_tables_bold_header_cells_are_no_headings(shared_data, tmp_path):
+    """The bold header cells of a table, side by side in one band of the page
+    (the WARN report's "Notice Date", "Layoff/Closure"), are not headings; the
+    report's title above the table is."""
+    path = (
+        shared_data / "pdfs/text/pdfplumber__WARN-Report-for-7-1-2015-to-03-25-2016.pdf"
+    )
+    parsed = _parse_pdf(path, tmp_path)
+    page = parsed.pages[0]
+    marked = [page.text[start:end] for start, end, _ in marked_headings(page.lines)]
+    assert "WARN Report*" in marked
+    assert "Notice Date" in page.text and "Notice Date" not in marked
+    assert "Layoff/Closure" not in marked
+
+
 def test_pdf_page_cap_is_a_clear_failure(tmp_path):
     """A PDF with more pages than the cap fails and says both numbers."""
     path = _write(tmp_path, "long.pdf", make_pdf(["one", "two", "three"]))

@@ -10,7 +10,11 @@ body's size when the body is not bold, is a heading: its line entry carries a
 seventh item, the heading's level (1-6, larger type a lower level). The body's
 size is the one most characters of the first pages are set in, so a first page
 of large type (a cover, a title and authors) doesn't set it. A run of more than
-a few such lines is a passage in large type (a cover's blurb), not a heading.
+a few such lines is a passage in large type (a cover's blurb), as is a line that
+runs on into a line of body text starting in lower case; lines side by side
+in one band are a table's header cells, a contents line has dot leaders, and a
+line seen on an earlier page (page numbers aside) is a running head: none of
+them is a heading.
 
 A page's text is sent before its image is drawn, so that the parent chunks and
 embeds it meanwhile; the image follows in a message of its own. A page whose
@@ -130,6 +134,7 @@ class _PageReader:
         self.unusable_text: list[int] = []
         self.title_candidate = ""
         self.body: _BodyType | None = None
+        self.running: set[str] = set()  # heading-like lines of earlier pages
 
     def read(self, index: int) -> tuple[dict, object | None]:
         """The page's message, and the page when its image is still to be
@@ -228,7 +233,7 @@ class _PageReader:
         if not unusable:
             if self.body is None:
                 self.body = _BodyType.of_document(self.pdf, style, index)
-            _mark_headings(text, lines, styles, self.body)
+            _mark_headings(text, lines, styles, self.body, self.running)
         return text, lines, unusable
 
     def _has_images(self, page) -> bool:
@@ -371,6 +376,10 @@ class _DeviceMapper:
 
 _LINE_END = re.compile("\r\n|[\r\n]|[" + HYPHENS + "]")
 _FIGURES = re.compile(r"\d[\d,.%]*")
+_DOT_LEADERS = re.compile(r"(?:\.\s?){4,}")
+# A line of this many words ending in a full stop is a sentence in large type.
+SENTENCE_MIN_WORDS = 4
+_SENTENCE_END = re.compile(r"[.!][\"'”’)\]]*$")
 # PDF font descriptor flag (PDF 32000-1, table 123).
 FORCE_BOLD = 1 << 18
 # Characters looked at to tell an unusable text layer, and per line for its size.
@@ -506,15 +515,18 @@ class _BodyType:
         return cls(size, bold[size] > count / 2)
 
 
-def _mark_headings(text: str, lines: list[list], styles: list, body: _BodyType) -> None:
+def _mark_headings(
+    text: str, lines: list[list], styles: list, body: _BodyType, running: set[str]
+) -> None:
     """Append the heading level to the entries of the lines that are headings
-    (see the module docstring)."""
+    (see the module docstring); `running` holds the heading-like lines of the
+    pages before, and takes this page's."""
     if body.size <= 0:
         return
     levels: list[int | None] = []
-    for line, style in zip(lines, styles, strict=True):
+    for style in styles:
         level = None
-        if style is not None and _heading_shaped(text[line[0] : line[1]]):
+        if style is not None:
             size, bold = style
             ratio = size / body.size
             if ratio >= HEADING_SIZE_RATIO:
@@ -523,6 +535,7 @@ def _mark_headings(text: str, lines: list[list], styles: list, body: _BodyType) 
             elif bold and not body.bold and ratio >= 1 / HEADING_SIZE_RATIO:
                 level = LOWEST_LEVEL
         levels.append(level)
+    # A long run of lines in one large type is a passage, not a heading.
     index = 0
     while index < len(levels):
         run = index
@@ -532,20 +545,52 @@ def _mark_headings(text: str, lines: list[list], styles: list, body: _BodyType) 
             and (levels[run] == levels[index])
         ):
             run += 1
-        if levels[index] is not None and run - index <= HEADING_MAX_LINES:
-            for marked in range(index, run):
-                lines[marked].append(levels[marked])
+        if run - index > HEADING_MAX_LINES:
+            levels[index:run] = [None] * (run - index)
         index = max(run, index + 1)
+    # A line running on into a line of body text ("Women in families with an"
+    # above "inherited BRCA1 …") is wrapped prose in large type.
+    for i, level in enumerate(levels[:-1]):
+        following = text[lines[i + 1][0] : lines[i + 1][1]].lstrip()
+        if level is not None and levels[i + 1] != level and following[:1].islower():
+            levels[i] = None
+    candidates = [
+        i
+        for i, level in enumerate(levels)
+        if level is not None and _heading_shaped(text[lines[i][0] : lines[i][1]])
+    ]
+    keys = {i: _running_key(text[lines[i][0] : lines[i][1]]) for i in candidates}
+    for i in candidates:
+        if keys[i] in running or any(
+            j != i and _side_by_side(lines[i], lines[j]) for j in candidates
+        ):
+            continue
+        lines[i].append(levels[i])
+    running.update(keys.values())
+
+
+def _running_key(line: str) -> str:
+    return " ".join(_FIGURES.sub(" ", line).split()).casefold()
+
+
+def _side_by_side(line: list, other: list) -> bool:
+    """Whether two line boxes share one band of the page, apart."""
+    top, bottom = max(line[3], other[3]), min(line[5], other[5])
+    height = min(line[5] - line[3], other[5] - other[3])
+    apart = line[4] <= other[2] or other[4] <= line[2]
+    return apart and height > 0 and bottom - top > height / 2
 
 
 def _heading_shaped(line: str) -> bool:
     """A line that can be a heading: a few words, one of them a word of
-    letters, not a row of figures."""
+    letters, not a sentence, a row of figures nor a contents line."""
     words = line.split()
-    if not words or len(words) > HEADING_MAX_WORDS:
+    if not words or len(words) > HEADING_MAX_WORDS or _DOT_LEADERS.search(line):
         return False
     if not any(sum(c.isalpha() for c in word) >= 2 for word in words):
         return False
+    if len(words) >= SENTENCE_MIN_WORDS and _SENTENCE_END.search(line.rstrip()):
+        return False  # "A: There are several types of breast cancer."
     figures = len(_FIGURES.findall(line))
     return figures < 2 or figures < len(words) / 2
 
