@@ -231,9 +231,13 @@ class _PageReader:
             self.title_candidate = _largest_line(text, sized_lines)
         lines = [_clamped(line) for line in lines]
         if not unusable:
-            if self.body is None:
-                self.body = _BodyType.of_document(self.pdf, style, index)
-            _mark_headings(text, lines, styles, self.body, self.running)
+            try:
+                if self.body is None:
+                    self.body = _BodyType.of_document(self.pdf, style, index)
+                _mark_headings(text, lines, styles, self.body, self.running)
+            except Exception:
+                # Headings are a nicety: a page whose marks fail keeps its text.
+                lines = [line[:6] for line in lines]
         return text, lines, unusable
 
     def _has_images(self, page) -> bool:
