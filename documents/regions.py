@@ -3,9 +3,9 @@ lines it covers.
 
 Page.lines holds `[start, end, x0, y0, x1, y1]` per text line: character offsets
 into Page.text (end exclusive) and the line's box in fractions of the page's
-width and height, origin top left. A quote is found in the page text ignoring
-whitespace (chunks and answers collapse it), and its regions are the boxes of the
-lines that overlap its span.
+width and height, origin top left (and, for a heading, its level). A quote is
+found in the page text ignoring whitespace (chunks and answers collapse it), and
+its regions are the boxes of the lines that overlap its span.
 """
 
 import functools
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db.models import Q
 
+from documents.ingestion.context import marked_headings
 from documents.models import Chunk, Page
 
 
@@ -30,6 +31,11 @@ class PageSource:
     lines: list = field(default_factory=list)
     has_image: bool = False
     _squeezed: tuple[str, np.ndarray] | None = field(default=None, repr=False)
+
+    @functools.cached_property
+    def headings(self) -> tuple[tuple[int, int, int], ...]:
+        """(start, end, level) of the lines the reader marked as headings."""
+        return marked_headings(self.lines)
 
     def squeezed(self) -> tuple[str, np.ndarray]:
         """The text without whitespace, and each kept character's offset."""
@@ -92,8 +98,9 @@ def line_regions(lines: list, start: int, end: int) -> list[dict]:
     regions = []
     for line in lines or []:
         try:
-            line_start, line_end, x0, y0, x1, y1 = line
-        except (TypeError, ValueError):
+            # A seventh item marks a heading (documents.ingestion.context).
+            line_start, line_end, x0, y0, x1, y1 = line[:6]
+        except (TypeError, ValueError, KeyError):
             continue  # a malformed entry marks nothing
         if line_start < end and line_end > start:
             regions.append(

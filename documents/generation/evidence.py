@@ -111,7 +111,7 @@ def _units(chunks: list[RetrievedChunk], pages: dict) -> list[tuple]:
             units = split_sentences(chunk.text)
             found.extend((unit, chunk, None, rank) for unit in units)
             continue
-        units = page_sentences(page.text)
+        units = page_sentences(page.text, page.headings)
         span = page.locate(chunk.text)
         start, end = span if span else (0, len(page.text))
         for index, unit in enumerate(units):
@@ -127,7 +127,7 @@ def _units(chunks: list[RetrievedChunk], pages: dict) -> list[tuple]:
             if title is None:
                 before = pages.get((chunk.document_id, chunk.page_number - 1))
                 if before is not None:
-                    earlier = page_sentences(before.text)
+                    earlier = page_sentences(before.text, before.headings)
                     title = _title_before(earlier, len(earlier))
                     title = replace(title, start=-1, end=-1) if title else None
             if title is not None and (chunk.chunk_id, title.text) not in titled:
@@ -160,7 +160,7 @@ def _leads(candidate: _Candidate) -> bool:
     after = max(candidate.title.end, 0)
     return not any(
         unit.quotable and after <= unit.start < candidate.unit.start
-        for unit in page_sentences(candidate.page.text)
+        for unit in page_sentences(candidate.page.text, candidate.page.headings)
     )
 
 

@@ -11,9 +11,12 @@ headings are cut out before sentences are found. Verse (a run of short lines,
 most starting with a capital and running on without a full stop) is quoted line by line:
 each line would otherwise look like a heading. A caption ("Figure 7-26.
 Self-locking nuts.") names a drawing, not what the text says: it is never
-quoted.
+quoted. A reader can say which lines are headings (a PDF's lines set in large or
+bold type, documents.ingestion.context); such a line is one whatever its words,
+and marked lines of one level in a row are one heading.
 """
 
+import bisect
 import re
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -21,6 +24,7 @@ from enum import StrEnum
 import blingfire
 
 from documents.generation.memo import LRU, text_key
+from documents.ingestion.context import continues_heading
 
 
 class Kind(StrEnum):
@@ -180,13 +184,19 @@ def _kind(text: str, *, line: bool = False) -> Kind:
     return Kind.SENTENCE
 
 
-def split_sentences(text: str) -> list[Sentence]:
-    """The units of `text` in reading order, with offsets into `text`.
+# (start, end, level) of the lines a reader marked as headings.
+Marks = tuple[tuple[int, int, int], ...]
+
+
+def split_sentences(text: str, headings: Marks = ()) -> list[Sentence]:
+    """The units of `text` in reading order, with offsets into `text`;
+    `headings` are the lines marked as headings.
 
     A sentence too short to quote ("No.", "Yes.") is joined to the one after
     it: alone it answers nothing, together they are the answer."""
     units: list[Sentence] = []
     lines = _lines(text)
+    marked = _marked_lines(lines, headings)
     verse = _verse_lines(text, lines)
     filled = [i for i, (start, end) in enumerate(lines) if text[start:end].strip()]
     # The page's last line titles nothing after text: it is a slide's or a
@@ -207,6 +217,22 @@ def split_sentences(text: str) -> list[Sentence]:
                 units.append(
                     _unit(text, start, end, Kind.HEADING if header else Kind.ROW)
                 )
+        elif index in marked:
+            if block_start is not None:
+                units.extend(_block(text, block_start, start))
+                block_start = None
+            unit = _unit(text, start, end, Kind.HEADING)
+            if (
+                marked.get(index - 1) == marked[index]
+                and units
+                and continues_heading(unit.text)
+            ):
+                # A heading set over several lines is one heading.
+                above = units.pop()
+                unit = Sentence(
+                    f"{above.text} {unit.text}", above.start, unit.end, unit.kind
+                )
+            units.append(unit)
         elif index in verse:
             if block_start is not None:
                 units.extend(_block(text, block_start, start))
@@ -229,6 +255,17 @@ def split_sentences(text: str) -> list[Sentence]:
     if block_start is not None:
         units.extend(_block(text, block_start, len(text)))
     return units
+
+
+def _marked_lines(lines: list[tuple[int, int]], headings: Marks) -> dict[int, int]:
+    """{index of a line: its heading level} for the lines a mark starts on."""
+    starts = [start for start, _ in lines]
+    marked: dict[int, int] = {}
+    for start, _end, level in headings:
+        index = bisect.bisect_right(starts, start) - 1
+        if 0 <= index and start <= lines[index][1]:
+            marked[index] = level
+    return marked
 
 
 def _verse_lines(text: str, lines: list[tuple[int, int]]) -> set[int]:
@@ -373,11 +410,11 @@ def _cut_long(
 _pages = LRU(2048)
 
 
-def page_sentences(text: str) -> list[Sentence]:
+def page_sentences(text: str, headings: Marks = ()) -> list[Sentence]:
     """split_sentences, remembered per text (pages come back query after query)."""
-    key = text_key(text)
+    key = (text_key(text), headings)
     units = _pages.get(key)
     if units is None:
-        units = split_sentences(text)
+        units = split_sentences(text, headings)
         _pages.put(key, units)
     return units

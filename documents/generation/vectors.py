@@ -13,6 +13,7 @@ from django.db import IntegrityError, transaction
 from documents.generation.memo import LRU, text_key
 from documents.generation.sentences import Kind, Sentence, page_sentences
 from documents.ingestion import embeddings
+from documents.ingestion.context import marked_headings
 from documents.models import Page, SentenceVector
 
 # A long sentence's meaning is in its opening; embedding cost grows with length.
@@ -95,8 +96,9 @@ def prepare_document(document_id: int, *, batch: int = 256) -> int:
     )
     pages = Page.objects.filter(document_id=document_id, has_text=True)
     todo: dict[tuple[int, str], str] = {}
-    for page_id, text in pages.values_list("id", "text").iterator():
-        for unit in page_sentences(text or ""):
+    rows = pages.values_list("id", "text", "lines")
+    for page_id, text, lines in rows.iterator():
+        for unit in page_sentences(text or "", marked_headings(lines)):
             if unit.quotable or unit.kind in (Kind.HEADING, Kind.QUESTION):
                 embedded = embedded_text(unit)
                 key = (page_id, text_key(embedded))

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-from documents.ingestion.context import HeadingTrail, chunk_context
+from documents.ingestion.context import HeadingTrail, chunk_context, marked_headings
 from documents.ingestion.parsed import ParsedPage
 
 
@@ -47,10 +47,9 @@ def chunk_pages(
         if page.self_contained:
             headings.restart()
         texts = [text for text in splitter.split_text(page.text) if text.strip()]
-        if page.markdown:
-            paths = headings.read(page.text, _offsets(page.text, texts))
-        else:
-            paths = [[] for _ in texts]
+        # A page without marks is still under the headings of the pages before.
+        marks = None if page.markdown else marked_headings(page.lines)
+        paths = headings.read(page.text, _offsets(page.text, texts), marks)
         for text, path in zip(texts, paths, strict=True):
             chunks.append(
                 TextChunk(

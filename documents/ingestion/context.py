@@ -13,6 +13,11 @@ import re
 from documents.ingestion.text import MARKDOWN_FENCE
 
 SEPARATOR = " › "
+# A reader may mark a line of a page's line boxes ([start, end, x0, y0, x1, y1])
+# as a heading with a seventh item, its level: PDF lines set in large or bold
+# type (documents.ingestion.reader.pdf).
+HEADING_LEVEL_ITEM = 6
+MAX_HEADING_LEVEL = 6
 # A title and a few levels of headings; a longer context is cut at a part.
 MAX_CONTEXT_CHARS = 400
 
@@ -36,9 +41,39 @@ def _key(text: str) -> str:
     return " ".join(re.sub(r"^ {0,3}#{1,6}[ \t]+", "", text).split()).casefold()
 
 
+# "2.1 Healthcare consumers": a numbered line starts a heading of its own.
+_NUMBERED = re.compile(r"^\s*\d+(?:\.\d+)*\.?\s")
+
+
+def continues_heading(line: str) -> bool:
+    """Whether a marked line right under a marked line of its level goes on
+    with that heading (a title set over two lines) rather than starting one."""
+    return not _NUMBERED.match(line)
+
+
+def marked_headings(lines) -> tuple[tuple[int, int, int], ...]:
+    """(start, end, level) of the lines marked as headings, in order; an entry
+    that is not a well-formed mark is no heading."""
+    marks = []
+    for line in lines or ():
+        if not isinstance(line, list | tuple) or len(line) <= HEADING_LEVEL_ITEM:
+            continue
+        start, end, level = line[0], line[1], line[HEADING_LEVEL_ITEM]
+        if (
+            all(type(value) is int for value in (start, end, level))
+            and 0 <= start < end
+            and 1 <= level <= MAX_HEADING_LEVEL
+        ):
+            marks.append((start, end, level))
+    return tuple(sorted(marks))
+
+
 class HeadingTrail:
-    """The Markdown headings in effect as a document's pages are read in
-    order: a heading closes every open heading of its level or deeper."""
+    """The headings in effect as a document's pages are read in order: a
+    heading closes every open heading of its level or deeper. Headings are
+    Markdown's, or the lines a reader marked (`marked_headings`): marked lines
+    of one level in a row are one heading set over several lines, unless a
+    line is numbered (`continues_heading`)."""
 
     def __init__(self) -> None:
         self._open: list[tuple[int, str]] = []
@@ -49,24 +84,43 @@ class HeadingTrail:
         self._open = []
         self._fenced = False
 
-    def read(self, text: str, offsets: list[int]) -> list[list[str]]:
-        """Read one page's Markdown text; for each of the ascending `offsets`
-        into it, the heading path in effect at the first line of content at or
-        after it (so a chunk that starts with headings is under them)."""
+    def read(
+        self,
+        text: str,
+        offsets: list[int],
+        marks: tuple[tuple[int, int, int], ...] | None = None,
+    ) -> list[list[str]]:
+        """Read one page's text (Markdown, or with its heading lines `marks`);
+        for each of the ascending `offsets` into it, the heading path in effect
+        at the first line of content at or after it (so a chunk that starts
+        with headings is under them)."""
         paths: list[list[str]] = []
         lines = text.split("\n")
-        end = 0
+        start = end = 0
         previous = ""
+        continued = False  # the line before was a marked heading
         for number, line in enumerate(lines):
-            end += len(line) + 1
-            heading = self._heading(line, lines, number, previous)
+            start, end = end, end + len(line) + 1
+            if marks is None:
+                heading = self._heading(line, lines, number, previous)
+            else:
+                heading = _marked(line, start, end, marks)
             previous = line
             if heading is None:
-                if line.strip() and not _SETEXT.match(line):
+                if line.strip() and not (marks is None and _SETEXT.match(line)):
+                    continued = False
                     while len(paths) < len(offsets) and offsets[len(paths)] < end:
                         paths.append(self._path())
                 continue
             level, title = heading
+            if (
+                continued
+                and self._open
+                and self._open[-1][0] == level
+                and continues_heading(title)
+            ):
+                title = f"{self._open.pop()[1]} {title}"
+            continued = marks is not None
             while self._open and self._open[-1][0] >= level:
                 self._open.pop()
             if title:
@@ -99,6 +153,19 @@ class HeadingTrail:
         ):
             return (1 if underline.group(1)[0] == "=" else 2), _plain(line)
         return None
+
+
+def _marked(
+    line: str, start: int, end: int, marks: tuple[tuple[int, int, int], ...]
+) -> tuple[int, str] | None:
+    """The level and text of the line at [start, end) of the page text when a
+    mark starts on it."""
+    for mark_start, _mark_end, level in marks:
+        if start <= mark_start < end:
+            return level, " ".join(line.split())
+        if mark_start >= end:
+            break
+    return None
 
 
 def chunk_context(title: str, headings: list[str], text: str) -> str:

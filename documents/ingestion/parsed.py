@@ -19,9 +19,10 @@ class ParsedPage:
     [start, end, x0, y0, x1, y1] with character offsets into `text` (end
     exclusive) and the box as fractions of the page, origin top left.
 
-    `markdown` pages mark their headings in Markdown; the headings of a
-    `self_contained` one (a slide, a sheet) don't continue from the page
-    before."""
+    `markdown` pages mark their headings in Markdown, PDF pages as a seventh
+    item of a heading's line (its level: documents.ingestion.context); the
+    headings of a `self_contained` page (a slide, a sheet) don't continue from
+    the page before."""
 
     number: int
     text: str

@@ -22,7 +22,7 @@ from documents.search.indexing import prepare_chunks
 from documents.search.service import retrieve_chunks
 from documents.services.documents import create_document
 from documents.services.ingestion import ingest_document
-from documents.tests.fixtures import FIXTURES, make_pdf
+from documents.tests.fixtures import FIXTURES, make_pdf, make_styled_pdf
 
 TITLE = "Field guide to ferns"
 # The subsection's paragraph, whose later chunks hold none of the headings.
@@ -121,6 +121,42 @@ def test_plain_text_and_pdf_chunks_carry_the_title(
         title="Sowing ferns",
     )
     assert {c.context for c in pdf.chunks.all()} == {"Sowing ferns"}
+
+
+def test_pdf_chunks_carry_the_headings_set_in_large_type(
+    make_channel, fake_embedder, small_chunks
+):
+    """A PDF's chunks are under the headings its type marks (section ›
+    subsection, the title set largest being the document's title), carried
+    over to the next page; a bold line of body size is one more level."""
+    body = "Each frond carries small brown dots on its underside, the sporangia."
+    data = make_styled_pdf(
+        [
+            [
+                (TITLE, 20, True),
+                ("Propagation", 15, True),
+                *[(body, 11, False)] * 3,
+                ("Sporangia", 13, True),
+                *[(body, 11, False)] * 3,
+            ],
+            [
+                ("Shake a ripe frond over damp compost and", 11, False),
+                (f"{UNDER_SPORANGIA}.", 11, False),
+                ("Division", 11, True),
+                ("Lift the clump in spring and cut it with a sharp spade.", 11, False),
+            ],
+        ]
+    )
+    document = _ingest(make_channel(), "ferns.pdf", data)
+    assert document.title == TITLE
+    assert _chunk_with(document, UNDER_SPORANGIA).context == (
+        f"{TITLE} › Propagation › Sporangia"
+    )
+    assert _chunk_with(document, "sharp spade").context == (
+        f"{TITLE} › Propagation › Sporangia › Division"
+    )
+    # The stored text is the page's own: no heading marks in it.
+    assert document.pages.get(number=1).text.startswith(f"{TITLE}\nPropagation\n")
 
 
 def test_the_stored_and_quoted_text_is_the_pages_own(

@@ -174,6 +174,40 @@ def test_a_slides_lines_are_text_not_headings():
     assert [u.kind for u in glossary] == [Kind.HEADING, Kind.SENTENCE] * 2
 
 
+def test_lines_marked_as_headings_are_headings_whatever_their_words():
+    """A line the reader marked as a heading (a PDF's large type) is a heading
+    even when its words alone would make it text (twelve words, a full stop),
+    marked lines of one level in a row are one heading, and unmarked lines are
+    told apart by their shape as before."""
+    from documents.generation.sentences import Kind, split_sentences
+
+    text = (
+        "Rock pools on the northern shore and the small animals that\n"
+        "live there.\n"
+        "The sea covers them about twice a day.\n"
+        "Crabs shelter there at low tide.\n"
+        "Sand dunes\n"
+        "Marram grass binds the sand."
+    )
+    second = text.index("live")
+    marks = ((0, second - 1, 3), (second, second + len("live there."), 3))
+    marked = split_sentences(text, marks)
+    assert [(u.kind, u.text) for u in marked] == [
+        (
+            Kind.HEADING,
+            "Rock pools on the northern shore and the small animals that live there.",
+        ),
+        (Kind.SENTENCE, "The sea covers them about twice a day."),
+        (Kind.SENTENCE, "Crabs shelter there at low tide."),
+        (Kind.HEADING, "Sand dunes"),
+        (Kind.SENTENCE, "Marram grass binds the sand."),
+    ]
+    assert marked[0].start == 0 and marked[0].end == second + len("live there.")
+    unmarked = split_sentences(text)
+    assert unmarked[0].kind == Kind.SENTENCE
+    assert unmarked[0].text.startswith("Rock pools")
+
+
 def test_a_definition_names_the_term_and_a_type_needs_the_topic():
     """ "What is X?" asks for a sentence defining X ("… known as an
     abomination", "This is called lobular carcinoma in situ (LCIS)"), not one

@@ -18,6 +18,7 @@ from documents.services.channels import bump_corpus_version
 from documents.services.documents import create_document
 from documents.services.ingestion import ingest_document
 from documents.tests.corpus import add_document
+from documents.tests.fixtures import make_styled_pdf
 from documents.tests.shared_pdfs import add_pdf_pages
 
 INJECTION = (
@@ -546,3 +547,34 @@ def test_a_caption_is_never_the_first_quote(make_channel):
     quotes = _quotes(answer)
     assert quotes and not quotes[0].startswith("Self-locking nuts.")
     assert "Self-locking nuts." not in quotes
+
+
+def test_a_pdf_answer_quotes_the_sentence_under_the_heading_it_names(
+    make_channel, fake_embedder, tmp_path
+):
+    """In a PDF, a heading set in large type (too long for a heading by its
+    words alone) stands over its sentences: of two sentences alike but for
+    the heading they are under, a question naming the heading's subject
+    quotes the one under it first, and never quotes a heading."""
+    dunes = "Sand dunes behind the beach and the grasses that hold them in place"
+    pools = "Rock pools on the northern shore and the small animals that live there"
+    data = make_styled_pdf(
+        [
+            [
+                (dunes, 16, True),
+                ("The sea covers them about once a year.", 11, False),
+                ("Marram grass binds the sand with deep roots.", 11, False),
+                (pools, 16, True),
+                ("The sea covers them about twice a day.", 11, False),
+                ("Crabs and anemones shelter there at low tide.", 11, False),
+            ]
+        ]
+    )
+    path = tmp_path / "shore.pdf"
+    path.write_bytes(data)
+    channel = make_channel("shore")
+    _ingest(channel, path)
+    answer = answer_question(channel, "How often does the sea cover the rock pools?")
+    quotes = _quotes(answer)
+    assert quotes and quotes[0] == "The sea covers them about twice a day."
+    assert not any(pools in quote or dunes in quote for quote in quotes)

@@ -6,13 +6,14 @@ from pathlib import Path
 import pytest
 
 from documents.ingestion import formats
+from documents.ingestion.context import marked_headings
 from documents.ingestion.formats import resolve_content_type
 from documents.ingestion.parsed import UnreadableFile
 from documents.ingestion.parsers import parse_file, reader_limits
 from documents.ingestion.reader_child import ReaderTimedOut
 from documents.ingestion.reading import read_in_child
 from documents.ingestion.text import decode_text, markdown_title
-from documents.tests.fixtures import make_pdf
+from documents.tests.fixtures import make_pdf, make_styled_pdf
 
 
 def _write(tmp_path: Path, name: str, data: bytes) -> Path:
@@ -59,6 +60,89 @@ def test_pdf_text_and_images_per_page(tmp_path):
         assert page.width == 240
         assert page.height > page.width  # a portrait letter page
     assert parsed.has_text and not parsed.warnings
+
+
+BODY = "Each frond carries small brown dots on its underside, the sporangia."
+
+
+def test_pdf_lines_in_large_or_bold_type_are_marked_as_headings(tmp_path):
+    """A line set larger than the body text, or in bold type of the body's
+    size, is a heading: its line entry carries its level, larger type a lower
+    level; body lines, and a run of many lines in large type, carry none."""
+    blurb = [("Grow them in shade and keep the soil moist", 15, False)] * 5
+    data = make_styled_pdf(
+        [
+            [
+                ("Field guide to ferns", 20, True),
+                ("Propagation", 15, True),
+                *[(BODY, 11, False)] * 6,
+                ("Sporangia", 13, False),
+                *[(BODY, 11, False)] * 6,
+            ],
+            [*[(BODY, 11, False)] * 4, ("Division", 11, True), *blurb],
+        ]
+    )
+    parsed = _parse_pdf(_write(tmp_path, "ferns.pdf", data), tmp_path)
+    first, second = parsed.pages
+    marked = [
+        [
+            (page.text[start:end], level)
+            for start, end, level in marked_headings(page.lines)
+        ]
+        for page in (first, second)
+    ]
+    assert [text for text, _ in marked[0]] == [
+        "Field guide to ferns",
+        "Propagation",
+        "Sporangia",
+    ]
+    levels = [level for _, level in marked[0]]
+    assert levels == sorted(levels) and len(set(levels)) == 3
+    assert [text for text, _ in marked[1]] == ["Division"]
+    assert marked[1][0][1] > levels[-1]
+    # The marks are offsets into the cleaned page text, as the line boxes are.
+    assert all(
+        len(line) == 6 for line in first.lines if BODY in first.text[line[0] : line[1]]
+    )
+
+
+def test_contents_lines_and_running_heads_are_no_headings(tmp_path):
+    """A contents line with dot leaders and a line in large type repeated from
+    an earlier page (a running head, its page number aside) are not marked."""
+    data = make_styled_pdf(
+        [
+            [
+                ("Ferns of the north 1", 14, False),
+                ("Contents . . . . . . . . 3", 11, True),
+                *[(BODY, 11, False)] * 6,
+                ("Spores", 11, True),
+                *[(BODY, 11, False)] * 2,
+            ],
+            [("Ferns of the north 2", 14, False), *[(BODY, 11, False)] * 6],
+        ]
+    )
+    parsed = _parse_pdf(_write(tmp_path, "ferns.pdf", data), tmp_path)
+    first, second = (
+        [page.text[start:end] for start, end, _ in marked_headings(page.lines)]
+        for page in parsed.pages
+    )
+    assert first == ["Ferns of the north 1", "Spores"]
+    assert second == []
+
+
+def test_a_tables_bold_header_cells_are_no_headings(shared_data, tmp_path):
+    """The bold header cells of a table, side by side in one band of the page
+    (the WARN report's "Notice Date", "Layoff/Closure"), are not headings; the
+    report's title above the table is."""
+    path = (
+        shared_data / "pdfs/text/pdfplumber__WARN-Report-for-7-1-2015-to-03-25-2016.pdf"
+    )
+    parsed = _parse_pdf(path, tmp_path)
+    page = parsed.pages[0]
+    marked = [page.text[start:end] for start, end, _ in marked_headings(page.lines)]
+    assert "WARN Report*" in marked
+    assert "Notice Date" in page.text and "Notice Date" not in marked
+    assert "Layoff/Closure" not in marked
 
 
 def test_pdf_page_cap_is_a_clear_failure(tmp_path):

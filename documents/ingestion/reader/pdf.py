@@ -5,6 +5,17 @@ line's box (the union of its characters' boxes) goes with character offsets
 into the text. PDFium marks a hyphen that ends a line with U+0002 and starts the
 next line right after it; such a hyphen ends a line here too.
 
+A line set in type larger than the body text's, or wholly in bold type of the
+body's size when the body is not bold, is a heading: its line entry carries a
+seventh item, the heading's level (1-6, larger type a lower level). The body's
+size is the one most characters of the first pages are set in, so a first page
+of large type (a cover, a title and authors) doesn't set it. A run of more than
+a few such lines is a passage in large type (a cover's blurb), as is a line that
+runs on into a line of body text starting in lower case; lines side by side
+in one band are a table's header cells, a contents line has dot leaders, and a
+line seen on an earlier page (page numbers aside) is a running head: none of
+them is a heading.
+
 A page's text is sent before its image is drawn, so that the parent chunks and
 embeds it meanwhile; the image follows in a message of its own. A page whose
 text layer is missing or unusable (most characters from fonts without a
@@ -16,8 +27,10 @@ or read by OCR, so the text of every page still comes back in time.
 """
 
 import ctypes
+import math
 import re
 import statistics
+from collections import Counter
 from pathlib import Path
 
 from documents.ingestion.reader import ocr
@@ -36,6 +49,22 @@ MIN_TEXT_CHARACTERS = 3
 # PDFium's end-of-line hyphen: U+0002 per character (FPDFText_GetText: U+FFFE).
 HYPHENS = "\x02\ufffe"
 UNIT = 10_000  # boxes are computed in ten-thousandths of the page
+# Headings: type at least this much larger than the body's, or bold (a weight
+# of at least BOLD_WEIGHT) of the body's size; at most this many words a line,
+# and runs of at most this many lines.
+HEADING_SIZE_RATIO = 1.08
+BOLD_WEIGHT = 600
+HEADING_MAX_WORDS = 16
+HEADING_MAX_LINES = 3
+# Levels: 1 for type twice the body's size or more, one level deeper for each
+# step of 20% smaller down to LOWEST_LEVEL - 1; bold type of the body's size is
+# LOWEST_LEVEL.
+LEVEL_TOP_RATIO = 2.0
+LEVEL_STEP = 1.2
+LOWEST_LEVEL = 6
+# Pages whose characters decide the body's type size.
+BODY_SAMPLE_PAGES = 3
+BODY_SAMPLE_CHARS = 2_000
 
 
 def read_pdf(request: Request) -> None:
@@ -104,6 +133,8 @@ class _PageReader:
         self.unrendered_for_time: list[int] = []
         self.unusable_text: list[int] = []
         self.title_candidate = ""
+        self.body: _BodyType | None = None
+        self.running: set[str] = set()  # heading-like lines of earlier pages
 
     def read(self, index: int) -> tuple[dict, object | None]:
         """The page's message, and the page when its image is still to be
@@ -122,7 +153,7 @@ class _PageReader:
             return message, None
         text, lines, unusable = "", [], False
         try:
-            text, lines, unusable = self._text(page, first=index == 0)
+            text, lines, unusable = self._text(page, index)
         except Exception as exc:
             errors.append(f"text could not be extracted ({exc})")
         message["has_images"] = self._has_images(page)
@@ -165,7 +196,8 @@ class _PageReader:
 
     # Text and line boxes
 
-    def _text(self, page, *, first: bool) -> tuple[str, list, bool]:
+    def _text(self, page, index: int) -> tuple[str, list, bool]:
+        first = index == 0
         raw = self.raw
         textpage = page.get_textpage()
         count = raw.FPDFText_CountChars(textpage)
@@ -174,7 +206,9 @@ class _PageReader:
         text = _page_text(raw, textpage, count)
         to_device = _DeviceMapper(page, raw)
         rect = raw.FS_RECTF()
+        style = _Style(raw, textpage)
         lines: list[list] = []
+        styles: list[tuple[float, bool] | None] = []
         sized_lines: list[tuple[float, int, int]] = []  # page 1: type size per line
         start = 0
         for match in _LINE_END.finditer(text + "\n"):
@@ -183,16 +217,28 @@ class _PageReader:
                 box = _line_box(raw, textpage, text, start, end, rect, to_device)
                 if box is not None:
                     lines.append([start, end, *box])
-                    # Vertical lines (an arXiv stamp in the margin) are no title.
-                    if first and box[2] - box[0] > box[3] - box[1]:
-                        size = _type_size(raw, textpage, text, start, end)
-                        if size:
-                            sized_lines.append((size, start, end))
+                    # Vertical lines (an arXiv stamp in the margin) are no title
+                    # and no heading.
+                    line_style = None
+                    if box[2] - box[0] > box[3] - box[1]:
+                        line_style = style.of_line(text, start, end)
+                    styles.append(line_style)
+                    if first and line_style and line_style[0]:
+                        sized_lines.append((line_style[0], start, end))
             start = match.end()
         unusable = _mostly_unmapped(raw, textpage, text)
         if first and not unusable:
             self.title_candidate = _largest_line(text, sized_lines)
-        return text, [_clamped(line) for line in lines], unusable
+        lines = [_clamped(line) for line in lines]
+        if not unusable:
+            try:
+                if self.body is None:
+                    self.body = _BodyType.of_document(self.pdf, style, index)
+                _mark_headings(text, lines, styles, self.body, self.running)
+            except Exception:
+                # Headings are a nicety: a page whose marks fail keeps its text.
+                lines = [line[:6] for line in lines]
+        return text, lines, unusable
 
     def _has_images(self, page) -> bool:
         try:
@@ -333,6 +379,13 @@ class _DeviceMapper:
 
 
 _LINE_END = re.compile("\r\n|[\r\n]|[" + HYPHENS + "]")
+_FIGURES = re.compile(r"\d[\d,.%]*")
+_DOT_LEADERS = re.compile(r"(?:\.\s?){4,}")
+# A line of this many words ending in a full stop is a sentence in large type.
+SENTENCE_MIN_WORDS = 4
+_SENTENCE_END = re.compile(r"[.!][\"'”’)\]]*$")
+# PDF font descriptor flag (PDF 32000-1, table 123).
+FORCE_BOLD = 1 << 18
 # Characters looked at to tell an unusable text layer, and per line for its size.
 MAP_ERROR_SAMPLE = 400
 SIZE_SAMPLE = 12
@@ -382,12 +435,168 @@ def _line_box(
     return [value / UNIT for value in box]
 
 
-def _type_size(raw, textpage, text: str, start: int, end: int) -> float:
-    """The median type size of a line, from a sample of its characters."""
-    indices = [i for i in range(start, end) if not text[i].isspace()]
-    step = max(1, len(indices) // SIZE_SAMPLE)
-    sizes = [raw.FPDFText_GetFontSize(textpage, i) for i in indices[::step]]
-    return statistics.median(sizes) if sizes else 0.0
+class _Style:
+    """Type size (as set, text matrix included: a font set at 1 pt and scaled
+    by the matrix is as large as it looks) and boldness of a text page's
+    characters."""
+
+    def __init__(self, raw, textpage):
+        self.raw = raw
+        self.textpage = textpage
+        self.matrix = raw.FS_MATRIX()
+        self.name = ctypes.create_string_buffer(64)
+        self.flags = ctypes.c_int()
+
+    def size(self, index: int) -> float:
+        raw = self.raw
+        size = raw.FPDFText_GetFontSize(self.textpage, index)
+        if raw.FPDFText_GetMatrix(self.textpage, index, self.matrix):
+            m = self.matrix
+            size *= math.sqrt(abs(m.a * m.d - m.b * m.c))
+        return round(size, 1)
+
+    def bold(self, index: int) -> bool:
+        raw = self.raw
+        weight = raw.FPDFText_GetFontWeight(self.textpage, index)
+        if weight > 0:
+            return weight >= BOLD_WEIGHT
+        # No weight given (simple fonts without a descriptor): the font's
+        # ForceBold flag or its name ("Helvetica-Bold").
+        written = raw.FPDFText_GetFontInfo(
+            self.textpage, index, self.name, len(self.name), ctypes.byref(self.flags)
+        )
+        # A name longer than the buffer is not written (nor looked at).
+        name = self.name.raw[: written - 1] if 0 < written <= len(self.name) else b""
+        return bool(self.flags.value & FORCE_BOLD) or b"bold" in name.lower()
+
+    def of_line(self, text: str, start: int, end: int) -> tuple[float, bool]:
+        """The median type size of a line and whether it is all bold, from a
+        sample of its characters."""
+        indices = [i for i in range(start, end) if not text[i].isspace()]
+        step = max(1, len(indices) // SIZE_SAMPLE)
+        sample = indices[::step]
+        if not sample:
+            return 0.0, False
+        sizes = [self.size(i) for i in sample]
+        return statistics.median(sizes), all(self.bold(i) for i in sample)
+
+
+class _BodyType:
+    """The type size most characters of the document's first pages are set
+    in, and whether that type is bold."""
+
+    def __init__(self, size: float, bold: bool):
+        self.size = size
+        self.bold = bold
+
+    @classmethod
+    def of_document(cls, pdf, style: _Style, first: int) -> "_BodyType":
+        """From the page `first` (the first with a text layer, whose `style`
+        is given) and the pages after it."""
+        sizes: Counter[float] = Counter()
+        bold: Counter[float] = Counter()
+        for index in range(first, min(len(pdf), first + BODY_SAMPLE_PAGES)):
+            if index == first:
+                page_style = style
+            else:
+                try:
+                    page_style = _Style(style.raw, pdf[index].get_textpage())
+                except Exception:
+                    continue
+            textpage = page_style.textpage
+            count = style.raw.FPDFText_CountChars(textpage)
+            step = max(1, count // BODY_SAMPLE_CHARS)
+            for i in range(0, max(count, 0), step):
+                if not chr(style.raw.FPDFText_GetUnicode(textpage, i)).isalnum():
+                    continue
+                # Each sampled character stands for `step` of its page's.
+                size = round(page_style.size(i) * 2) / 2
+                sizes[size] += step
+                bold[size] += step * page_style.bold(i)
+        if not sizes:
+            return cls(0.0, False)
+        size, count = sizes.most_common(1)[0]
+        return cls(size, bold[size] > count / 2)
+
+
+def _mark_headings(
+    text: str, lines: list[list], styles: list, body: _BodyType, running: set[str]
+) -> None:
+    """Append the heading level to the entries of the lines that are headings
+    (see the module docstring); `running` holds the heading-like lines of the
+    pages before, and takes this page's."""
+    if body.size <= 0:
+        return
+    levels: list[int | None] = []
+    for style in styles:
+        level = None
+        if style is not None:
+            size, bold = style
+            ratio = size / body.size
+            if ratio >= HEADING_SIZE_RATIO:
+                steps = math.log(LEVEL_TOP_RATIO / ratio, LEVEL_STEP)
+                level = min(max(1 + round(steps), 1), LOWEST_LEVEL - 1)
+            elif bold and not body.bold and ratio >= 1 / HEADING_SIZE_RATIO:
+                level = LOWEST_LEVEL
+        levels.append(level)
+    # A long run of lines in one large type is a passage, not a heading.
+    index = 0
+    while index < len(levels):
+        run = index
+        while (
+            run < len(levels)
+            and levels[run] is not None
+            and (levels[run] == levels[index])
+        ):
+            run += 1
+        if run - index > HEADING_MAX_LINES:
+            levels[index:run] = [None] * (run - index)
+        index = max(run, index + 1)
+    # A line running on into a line of body text ("Women in families with an"
+    # above "inherited BRCA1 …") is wrapped prose in large type.
+    for i, level in enumerate(levels[:-1]):
+        following = text[lines[i + 1][0] : lines[i + 1][1]].lstrip()
+        if level is not None and levels[i + 1] != level and following[:1].islower():
+            levels[i] = None
+    candidates = [
+        i
+        for i, level in enumerate(levels)
+        if level is not None and _heading_shaped(text[lines[i][0] : lines[i][1]])
+    ]
+    keys = {i: _running_key(text[lines[i][0] : lines[i][1]]) for i in candidates}
+    for i in candidates:
+        if keys[i] in running or any(
+            j != i and _side_by_side(lines[i], lines[j]) for j in candidates
+        ):
+            continue
+        lines[i].append(levels[i])
+    running.update(keys.values())
+
+
+def _running_key(line: str) -> str:
+    return " ".join(_FIGURES.sub(" ", line).split()).casefold()
+
+
+def _side_by_side(line: list, other: list) -> bool:
+    """Whether two line boxes share one band of the page, apart."""
+    top, bottom = max(line[3], other[3]), min(line[5], other[5])
+    height = min(line[5] - line[3], other[5] - other[3])
+    apart = line[4] <= other[2] or other[4] <= line[2]
+    return apart and height > 0 and bottom - top > height / 2
+
+
+def _heading_shaped(line: str) -> bool:
+    """A line that can be a heading: a few words, one of them a word of
+    letters, not a sentence, a row of figures nor a contents line."""
+    words = line.split()
+    if not words or len(words) > HEADING_MAX_WORDS or _DOT_LEADERS.search(line):
+        return False
+    if not any(sum(c.isalpha() for c in word) >= 2 for word in words):
+        return False
+    if len(words) >= SENTENCE_MIN_WORDS and _SENTENCE_END.search(line.rstrip()):
+        return False  # "A: There are several types of breast cancer."
+    figures = len(_FIGURES.findall(line))
+    return figures < 2 or figures < len(words) / 2
 
 
 def _mostly_unmapped(raw, textpage, text: str) -> bool:
