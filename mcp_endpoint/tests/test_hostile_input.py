@@ -545,7 +545,7 @@ def oauth_setup(make_channel, settings, django_user_model):
 
     settings.OAUTH_REGISTRATIONS_PER_HOUR = 100_000
     settings.AUTH_FAILURES_PER_MINUTE = 0
-    make_channel("demo")
+    make_channel("oauth-hostile")
     user = django_user_model.objects.create_user("reader", password="pw-12345")
     application = Application.objects.create(
         name="client",
