@@ -37,7 +37,6 @@ Every other path, and MCP with MCP_ENABLED off, takes Django's handler unchanged
 
 import asyncio
 import io
-import json
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -51,6 +50,7 @@ from django.utils.log import log_response
 
 from documents.access import Caller, aadmit_pooled
 from mcp_endpoint import views as mcp_views
+from mcp_endpoint.protocol import peek_method
 from mcp_endpoint.protocol.answers import CACHED_METHODS
 from project.request_threads import REQUEST_THREAD_KEY
 
@@ -147,17 +147,7 @@ def _answered_from_memory(body: bytes) -> bool:
     (mcp_endpoint.protocol.answers.CACHED_METHODS): it does no work a closed
     connection could cancel, so it skips the race with the disconnect listener
     (a second task per call). Anything else, or a body that doesn't parse, races."""
-    if len(body) > _MEMORY_BODY_LIMIT:
-        return False
-    try:
-        message = json.loads(body)
-    except (ValueError, RecursionError):
-        return False
-    method = message.get("method") if isinstance(message, dict) else None
-    return isinstance(method, str) and method in CACHED_METHODS
-
-
-_MEMORY_BODY_LIMIT = 4096
+    return peek_method(body) in CACHED_METHODS
 
 
 async def _get_response(

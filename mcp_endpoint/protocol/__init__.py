@@ -42,7 +42,15 @@ from mcp_endpoint.protocol.extensions import declares_apps
 from mcp_endpoint.protocol.methods import BOTH, METHODS, server_info
 from mcp_endpoint.registry import CallContext, registry
 
-__all__ = ["BOTH", "METHODS", "JsonRpcError", "Reply", "handle_post", "may_notify"]
+__all__ = [
+    "BOTH",
+    "METHODS",
+    "JsonRpcError",
+    "Reply",
+    "handle_post",
+    "may_notify",
+    "peek_method",
+]
 
 logger = logging.getLogger("mcp_endpoint")
 
@@ -60,9 +68,10 @@ CACHE_SCOPE = "private"
 # notifications before its result (registry.CallContext.notify); no other
 # method can, so its answer never needs a stream.
 NOTIFYING_METHODS = frozenset({"tools/call"})
-# A body larger than this is taken as one that may notify without parsing it
-# twice (a tools/list is ~60 bytes; a tool call's arguments can be large).
-_PEEK_BYTES = 4096
+# The transport peeks at the method of a body up to this size before handling
+# it (a tools/list is ~60 bytes; a tool call's arguments can be large, and a
+# larger body is not parsed twice).
+PEEK_BYTES = 4096
 
 
 @dataclass
@@ -90,20 +99,26 @@ def error_reply(
 # --- One POST ----------------------------------------------------------------------
 
 
+def peek_method(body: bytes) -> str | None:
+    """The method of `body` when it is one JSON-RPC request of at most
+    PEEK_BYTES; None for a larger body, a batch, a body that doesn't parse or a
+    method that isn't a string (handle_post answers those)."""
+    if len(body) > PEEK_BYTES:
+        return None
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    method = message.get("method") if isinstance(message, dict) else None
+    return method if isinstance(method, str) else None
+
+
 def may_notify(body: bytes) -> bool:
     """Whether the answer to `body` may send notifications before its response
     (a request for one of NOTIFYING_METHODS, or a body too large to peek at):
     the transport answers anything else as one JSON response without setting
-    up a stream. A body that doesn't parse can't notify (handle_post answers
-    it with a parse error)."""
-    if len(body) > _PEEK_BYTES:
-        return True
-    try:
-        message = json.loads(body)
-    except (ValueError, RecursionError):
-        return False
-    method = message.get("method") if isinstance(message, dict) else None
-    return isinstance(method, str) and method in NOTIFYING_METHODS
+    up a stream."""
+    return len(body) > PEEK_BYTES or peek_method(body) in NOTIFYING_METHODS
 
 
 def _valid_id(value: Any) -> bool:
