@@ -2,7 +2,7 @@
 
 import json
 import logging
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 
 from django.conf import settings
 
@@ -13,13 +13,9 @@ from documents.regions import PAGES_OF_CHUNKS_SQL, add_passage_regions, page_sou
 from documents.replicas import read_connection, replica_read
 from documents.results import RetrievedChunk
 from documents.search.fusion import reciprocal_rank_fusion
-from documents.search.legs import Scope, keyword_leg, vector_leg
+from documents.search.legs import Leg, Scope, keyword_steps, run_legs, vector_steps
 from documents.telemetry import tracing
 
-# Query embeddings are computed here while the keyword leg runs in PostgreSQL:
-# the two don't depend on each other, so a hybrid search waits for the longer
-# of them, not their sum. (The ONNX embedder batches what arrives together.)
-_embedding_threads = ThreadPoolExecutor(thread_name_prefix="embed-query")
 logger = logging.getLogger(__name__)
 
 
@@ -58,11 +54,11 @@ def _ranked(
     # PostgreSQL text can't hold NUL; a query carrying one would fail the leg.
     query = (query or "").replace("\x00", " ").strip()
     if query and mode in (Channel.RetrieverMode.VECTOR, Channel.RetrieverMode.HYBRID):
-        # The slowest step, started first: it runs while the rest is prepared.
+        # The slowest step, started first: it runs while the rest is prepared
+        # and the keyword leg runs in PostgreSQL (the two don't depend on each
+        # other, so a hybrid search waits for the longer, not their sum).
         embedder = embeddings.get_embedder()
-        vector = _embedding_threads.submit(
-            tracing.in_context(embed_query), embedder, query
-        )
+        vector = submit_query_embedding(embedder, query)
     documents = Document.objects.for_channel(channel).ready()
     if document_ids:
         documents = documents.filter(id__in=list(document_ids))
@@ -74,21 +70,39 @@ def _ranked(
     if not query:
         return []
     candidates = max(channel.retriever_candidates, limit)
-    rankings: list[list[tuple[int, float]]] = []
     scope = Scope(channel, documents, restricted)
-    if mode in (Channel.RetrieverMode.KEYWORD, Channel.RetrieverMode.HYBRID):
-        with tracing.span("search keyword", **{"quire.candidates": candidates}):
-            rankings.append(keyword_leg(scope, query, candidates))
-    if mode in (Channel.RetrieverMode.VECTOR, Channel.RetrieverMode.HYBRID):
+
+    def keyword() -> Leg:
+        span = tracing.open_span("search keyword", **{"quire.candidates": candidates})
+        try:
+            return (yield from keyword_steps(scope, query, candidates))
+        finally:
+            if span is not None:
+                span.end()
+
+    def nearest() -> Leg:
         query_vector = vector.result()
-        with tracing.span("search vector", **{"quire.candidates": candidates}) as span:
-            strategy, ranking = vector_leg(
+        span = tracing.open_span("search vector", **{"quire.candidates": candidates})
+        try:
+            strategy, ranking = yield from vector_steps(
                 scope, query_vector, embedder.model_name, candidates
             )
             if span is not None:
                 span.set_attribute("quire.vector.strategy", strategy)
-            logger.debug("vector leg: %s over ~%d chunks", strategy, scope.size)
-            rankings.append(ranking)
+        finally:
+            if span is not None:
+                span.end()
+        logger.debug("vector leg: %s over ~%d chunks", strategy, scope.size)
+        return ranking
+
+    # Both legs' statements travel together: the keyword leg runs in
+    # PostgreSQL while the query is embedded, and one round trip reads both.
+    starts = []
+    if mode in (Channel.RetrieverMode.KEYWORD, Channel.RetrieverMode.HYBRID):
+        starts.append(keyword)
+    if mode in (Channel.RetrieverMode.VECTOR, Channel.RetrieverMode.HYBRID):
+        starts.append(nearest)
+    rankings: list[list[tuple[int, float]]] = run_legs(*starts)
     if len(rankings) == 1:
         ranked = rankings[0][:limit]
     else:
@@ -100,10 +114,14 @@ def _ranked(
     return ranked
 
 
-def embed_query(embedder: embeddings.Embedder, query: str) -> list[float]:
-    """The query's vector, as a span of the request's trace."""
-    with tracing.span("embedding", **{"gen_ai.operation.name": "embeddings"}):
-        return embedder.embed_query(query)
+def submit_query_embedding(embedder: embeddings.Embedder, query: str) -> Future:
+    """A future of the query's vector (embeddings.submit_query), timed as a
+    span of the request's trace."""
+    future = embeddings.submit_query(embedder, query)
+    tracing.span_until_done(
+        future, "embedding", **{"gen_ai.operation.name": "embeddings"}
+    )
+    return future
 
 
 @replica_read

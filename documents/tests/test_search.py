@@ -146,20 +146,20 @@ def test_rrf_sums_reciprocal_ranks():
 def test_hybrid_fuses_both_legs_with_rrf(wiki, monkeypatch):
     """Hybrid results are the RRF fusion of the keyword and vector rankings."""
     calls = {}
-    original_keyword, original_vector = legs.keyword_leg, legs.vector_leg
+    original_keyword, original_vector = legs.keyword_steps, legs.vector_steps
 
     def keyword(*args):
-        calls["keyword"] = original_keyword(*args)
+        calls["keyword"] = yield from original_keyword(*args)
         return calls["keyword"]
 
     def vector(*args):
-        calls["vector"] = original_vector(*args)
+        calls["vector"] = yield from original_vector(*args)
         return calls["vector"]
 
     from documents.search import service
 
-    monkeypatch.setattr(service, "keyword_leg", keyword)
-    monkeypatch.setattr(service, "vector_leg", vector)
+    monkeypatch.setattr(service, "keyword_steps", keyword)
+    monkeypatch.setattr(service, "vector_steps", vector)
     results = retrieve_chunks(wiki, "lost laptop badge", limit=10)
     expected = reciprocal_rank_fusion(
         [[i for i, _ in calls["keyword"]], [i for i, _ in calls["vector"][1]]],
