@@ -9,7 +9,7 @@ the ORM (documents.filters builds them), compiled once per search.
 
 import contextlib
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -27,6 +27,7 @@ from documents.models import (
 )
 from documents.replicas import read_connection
 from documents.search import terms
+from documents.search.rows import ROW_COLUMNS, ROW_SOURCE
 
 CHUNKS = Chunk._meta.db_table
 DOCUMENTS = Document._meta.db_table
@@ -166,6 +167,47 @@ class Statement:
 Leg = Generator[Statement, list[tuple], Any]
 
 
+@dataclass
+class Preload:
+    """The rows (documents.search.rows) of each leg's best `rows` chunks, read
+    with its ranking so that the fused best need no statement of their own;
+    `found` holds them by chunk id. A chunk fused into the results from
+    further down both legs is loaded after."""
+
+    channel_id: int
+    rows: int
+    found: dict[int, tuple] = field(default_factory=dict)
+
+    def wrap(self, statement: Statement) -> Statement:
+        """`statement` (id and score, best first) with the rows of its first
+        `rows` results. row_number() over the ranked subquery numbers its rows
+        in the order it returns them (no second sort, so ties keep theirs)."""
+        return Statement(
+            "SELECT r.id, r.score, l.* FROM ("
+            "SELECT s.id, s.score, row_number() OVER () AS rank "
+            f"FROM ({statement.sql}) s(id, score)) r "
+            f"LEFT JOIN LATERAL (SELECT {ROW_COLUMNS} FROM {ROW_SOURCE} "
+            "WHERE c.id = r.id AND r.rank <= %s OFFSET 0) l ON true ORDER BY r.rank",
+            [*statement.params, self.channel_id, self.rows],
+            statement.settings,
+        )
+
+    def keep(self, rows: list[tuple]) -> list[tuple]:
+        """The (id, score) of a wrapped statement's rows, keeping their rows."""
+        for row in rows:
+            if row[2] is not None:  # a document id: within the first `rows`
+                self.found[row[0]] = row[2:]
+        return [row[:2] for row in rows]
+
+
+def _statement(statement: Statement, preload: Preload | None) -> Statement:
+    return statement if preload is None else preload.wrap(statement)
+
+
+def _rows(rows: list[tuple], preload: Preload | None) -> list[tuple]:
+    return rows if preload is None else preload.keep(rows)
+
+
 def run_legs(*starts: Callable[[], Leg]) -> list:
     """The results of legs (each started by calling its function), with
     their first statements sent to PostgreSQL together and read in one round
@@ -222,9 +264,12 @@ def keyword_leg(scope: Scope, query: str, candidates: int) -> list[tuple[int, fl
     return run_legs(lambda: keyword_steps(scope, query, candidates))[0]
 
 
-def keyword_steps(scope: Scope, query: str, candidates: int) -> Leg:
+def keyword_steps(
+    scope: Scope, query: str, candidates: int, preload: Preload | None = None
+) -> Leg:
     """keyword_leg as steps (run_legs): the query's terms are read first, to
-    choose the lexemes that fetch candidates."""
+    choose the lexemes that fetch candidates. With `preload`, the best
+    chunks' rows come along."""
     lexemes, chunk_count = query_terms(scope.channel, query)
     scope.channel_size = chunk_count
     present = {lexeme: v[1] for lexeme, v in lexemes.items() if v[1] > 0}
@@ -237,15 +282,18 @@ def keyword_steps(scope: Scope, query: str, candidates: int) -> Leg:
     query_vector = terms.query_vector(weights).to_text()
     if scope.restricted and scope.size <= KEYWORD_CANDIDATE_BUDGET:
         # A small filtered set is scored whole, through the filter's own index.
-        return (yield _bm25_statement(scope, query_vector, None, candidates))
+        statement = _bm25_statement(scope, query_vector, None, candidates)
+        return _rows((yield _statement(statement, preload)), preload)
     chosen, operator = candidate_terms(present, chunk_count, KEYWORD_CANDIDATE_BUDGET)
-    results = yield _bm25_statement(
+    statement = _bm25_statement(
         scope, query_vector, terms.tsquery_text(chosen, operator), candidates
     )
+    results = _rows((yield _statement(statement, preload)), preload)
     if not results and operator == "&":
-        results = yield _bm25_statement(
+        statement = _bm25_statement(
             scope, query_vector, terms.tsquery_text(chosen[:1]), candidates
         )
+        results = _rows((yield _statement(statement, preload)), preload)
     return results
 
 
@@ -362,23 +410,27 @@ def vector_leg(
 
 
 def vector_steps(
-    scope: Scope, vector: list[float], model_name: str, candidates: int
+    scope: Scope,
+    vector: list[float],
+    model_name: str,
+    candidates: int,
+    preload: Preload | None = None,
 ) -> Leg:
-    """vector_leg as steps (run_legs)."""
+    """vector_leg as steps (run_legs); with `preload`, the best chunks' rows
+    come along."""
     plan = plan_vector_leg(scope, candidates)
-    ranked = _ranked_by_distance(
-        (yield _nearest_statement(scope, vector, model_name, candidates, plan))
-    )
+    statement = _nearest_statement(scope, vector, model_name, candidates, plan)
+    ranked = _ranked_by_distance(_rows((yield _statement(statement, preload)), preload))
     if plan.exact:
         return VectorStrategy.EXACT, ranked
     # More rows than candidates pass the filters here, so a short answer means
     # the graph walk gave up early: rank exactly instead of returning it.
     if len(ranked) >= min(candidates, scope.size):
         return VectorStrategy.HNSW, ranked
-    exact = VectorPlan(True)
-    ranked = _ranked_by_distance(
-        (yield _nearest_statement(scope, vector, model_name, candidates, exact))
+    statement = _nearest_statement(
+        scope, vector, model_name, candidates, VectorPlan(True)
     )
+    ranked = _ranked_by_distance(_rows((yield _statement(statement, preload)), preload))
     return VectorStrategy.HNSW_THEN_EXACT, ranked
 
 

@@ -282,6 +282,28 @@ def test_retrieval_runs_a_fixed_number_of_queries(wiki, django_assert_max_num_qu
     assert len(results) >= 3
 
 
+def test_results_are_the_same_whatever_rows_come_with_the_legs(wiki, monkeypatch):
+    """The legs read the rows of their best chunks with their rankings; a
+    fused result from further down is loaded on its own, with the same
+    fields. Whatever the number preloaded, the results are the same."""
+    from documents.search import service
+
+    def search():
+        with CaptureQueriesContext(connection) as queries:
+            passages = service.retrieve_passages(
+                wiki, "laptop badge lunch expenses", limit=4
+            )
+        loaded = [
+            q for q in queries.captured_queries if "WHERE c.id = ANY(" in q["sql"]
+        ]
+        return [p.model_dump() for p in passages], len(loaded)
+
+    preloaded, loads = search()
+    assert len(preloaded) == 4 and loads == 0
+    monkeypatch.setattr(service, "PRELOAD_MARGIN", -3)  # one row per leg
+    assert search() == (preloaded, 1)
+
+
 def test_common_terms_score_but_do_not_add_candidates(
     make_channel, fake_embedder, monkeypatch
 ):
