@@ -2,7 +2,6 @@
 
 import hashlib
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from django.conf import settings
@@ -14,11 +13,10 @@ from documents.generation.extractive import ExtractiveGenerator
 from documents.ingestion import embeddings
 from documents.models import Channel
 from documents.replicas import replica_read_current
-from documents.search.service import embed_query, retrieve_chunks
+from documents.search.service import retrieve_chunks, submit_query_embedding
 from documents.telemetry import tracing
 
 CACHE_SECONDS = 24 * 60 * 60
-_question_threads = ThreadPoolExecutor(thread_name_prefix="embed-question")
 # An answer looks for its evidence in at least this many chunks.
 ANSWER_CHUNKS = 32
 # Part of every cache key: bump it when answers are written differently.
@@ -118,9 +116,7 @@ def answer_question(
     # Asked for together with retrieval's own, so the query embedder runs the
     # two as one batch (QueryBatcher) rather than one after the other.
     embedder = embeddings.get_embedder()
-    question = _question_threads.submit(
-        tracing.in_context(embed_query), embedder, query
-    )
+    question = submit_query_embedding(embedder, query)
     chunks = evidence_chunks(
         channel, query, document_ids=document_ids, metadata_filter=metadata_filter
     )

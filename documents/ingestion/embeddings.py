@@ -10,7 +10,7 @@ import functools
 import os
 import queue
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
@@ -103,6 +103,11 @@ class OnnxMiniLMEmbedder:
     def embed_query(self, text: str) -> list[float]:
         return self._queries.embed(text)
 
+    def submit_query(self, text: str) -> Future:
+        """embed_query's vector, as a future: the query joins the batcher's
+        queue from the caller's thread, which goes on meanwhile."""
+        return self._queries.submit(text)
+
 
 class QueryBatcher:
     """Embeds the queries of concurrent requests together, one model run at a time.
@@ -122,10 +127,14 @@ class QueryBatcher:
         self._start_lock = threading.Lock()
 
     def embed(self, text: str) -> list[float]:
+        return self.submit(text).result()
+
+    def submit(self, text: str) -> Future:
+        """A future of the query's vector, set by the worker thread."""
         future: Future = Future()
         self._waiting.put((text, future))
         self._ensure_worker()
-        return future.result()
+        return future
 
     def _ensure_worker(self) -> None:
         if self._worker is None:
@@ -175,6 +184,23 @@ class OpenAICompatibleEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         return self._client.embed_query(text)
+
+
+# Embedders without a queue of their own embed submitted queries here.
+_query_threads = ThreadPoolExecutor(thread_name_prefix="embed-query")
+
+
+def submit_query(embedder: Embedder, text: str) -> Future:
+    """A future of `text`'s query vector, computed while the caller goes on.
+
+    An embedder that queues queries itself (OnnxMiniLMEmbedder) takes it
+    straight into that queue; any other embeds it in a thread of a pool. Going
+    through a pool thread to the model's queue cost two thread wake-ups more
+    per search, each a wait for a core on a busy machine."""
+    submit = getattr(embedder, "submit_query", None)
+    if submit is not None:
+        return submit(text)
+    return _query_threads.submit(embedder.embed_query, text)
 
 
 _build_lock = threading.Lock()

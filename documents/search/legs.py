@@ -7,8 +7,11 @@ than PostgreSQL took to run it. Only a filtered scope's documents go through
 the ORM (documents.filters builds them), compiled once per search.
 """
 
-from dataclasses import dataclass
+import contextlib
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from django.conf import settings
 from django.contrib.postgres.aggregates import ArrayAgg
@@ -24,6 +27,7 @@ from documents.models import (
 )
 from documents.replicas import read_connection
 from documents.search import terms
+from documents.search.rows import ROW_COLUMNS, ROW_SOURCE
 
 CHUNKS = Chunk._meta.db_table
 DOCUMENTS = Document._meta.db_table
@@ -148,8 +152,124 @@ def query_terms(channel: Channel, query: str) -> tuple[dict[str, tuple[int, int]
     return {row[0]: (row[1], row[2]) for row in rows}, chunk_count
 
 
+@dataclass(frozen=True)
+class Statement:
+    """One SELECT a leg needs, with the SET LOCALs that must run before it in
+    its transaction."""
+
+    sql: str
+    params: list
+    settings: tuple[str, ...] = ()
+
+
+# A leg as steps: a generator that yields the statements it needs, is sent each
+# one's rows, and returns the leg's result; run_legs does the I/O.
+Leg = Generator[Statement, list[tuple], Any]
+
+
+@dataclass
+class Preload:
+    """The rows (documents.search.rows) of each leg's best `rows` chunks, read
+    with its ranking so that the fused best need no statement of their own;
+    `found` holds them by chunk id. A chunk fused into the results from
+    further down both legs is loaded after."""
+
+    channel_id: int
+    rows: int
+    found: dict[int, tuple] = field(default_factory=dict)
+
+    def wrap(self, statement: Statement) -> Statement:
+        """`statement` (id and score, best first) with the rows of its first
+        `rows` results. row_number() over the ranked subquery numbers its rows
+        in the order it returns them (no second sort, so ties keep theirs)."""
+        return Statement(
+            "SELECT r.id, r.score, l.* FROM ("
+            "SELECT s.id, s.score, row_number() OVER () AS rank "
+            f"FROM ({statement.sql}) s(id, score)) r "
+            f"LEFT JOIN LATERAL (SELECT {ROW_COLUMNS} FROM {ROW_SOURCE} "
+            "WHERE c.id = r.id AND r.rank <= %s OFFSET 0) l ON true ORDER BY r.rank",
+            [*statement.params, self.channel_id, self.rows],
+            statement.settings,
+        )
+
+    def keep(self, rows: list[tuple]) -> list[tuple]:
+        """The (id, score) of a wrapped statement's rows, keeping their rows."""
+        for row in rows:
+            if row[2] is not None:  # a document id: within the first `rows`
+                self.found[row[0]] = row[2:]
+        return [row[:2] for row in rows]
+
+
+def _statement(statement: Statement, preload: Preload | None) -> Statement:
+    return statement if preload is None else preload.wrap(statement)
+
+
+def _rows(rows: list[tuple], preload: Preload | None) -> list[tuple]:
+    return rows if preload is None else preload.keep(rows)
+
+
+def run_legs(*starts: Callable[[], Leg]) -> list:
+    """The results of legs (each started by calling its function), with
+    their first statements sent to PostgreSQL together and read in one round
+    trip (psycopg's pipeline mode).
+
+    A leg is started once the statements of the legs before it are on their
+    way, so a vector leg waiting for its query embedding waits while
+    PostgreSQL runs the keyword leg; the first leg starts before the pipeline,
+    so what it reads to plan its statement (the query's terms) is read as
+    usual. A leg's further statements (a fallback) run one at a time."""
+    connection = read_connection()
+    results: list = [None] * len(starts)
+    pending: list[tuple[int, Leg, Any]] = []
+    with contextlib.ExitStack() as cursors:
+        # Errors surface when the pipeline syncs, outside the cursors' own
+        # translation into Django's exceptions (a replica read retries on those).
+        with connection.wrap_database_errors, contextlib.ExitStack() as pipeline:
+            for index, start in enumerate(starts):
+                steps = start()
+                try:
+                    statement = next(steps)
+                except StopIteration as done:
+                    results[index] = done.value
+                    continue
+                if not pending:
+                    connection.ensure_connection()
+                    pipeline.enter_context(connection.connection.pipeline())
+                cursor = cursors.enter_context(connection.cursor())
+                _send(cursor, statement)
+                pending.append((index, steps, cursor))
+        for index, steps, cursor in pending:
+            rows = cursor.fetchall()
+            while True:
+                try:
+                    statement = steps.send(rows)
+                except StopIteration as done:
+                    results[index] = done.value
+                    break
+                _send(cursor, statement)
+                rows = cursor.fetchall()
+    return results
+
+
+def _send(cursor, statement: Statement) -> None:
+    # Pipeline mode takes one statement per execute; SET LOCAL lasts to the
+    # end of the transaction the pipeline's statements share.
+    for setting in statement.settings:
+        cursor.execute(setting)
+    cursor.execute(statement.sql, statement.params)
+
+
 def keyword_leg(scope: Scope, query: str, candidates: int) -> list[tuple[int, float]]:
     """BM25 ranking: GIN-indexed lexeme match, ordered by Chunk.terms · IDF."""
+    return run_legs(lambda: keyword_steps(scope, query, candidates))[0]
+
+
+def keyword_steps(
+    scope: Scope, query: str, candidates: int, preload: Preload | None = None
+) -> Leg:
+    """keyword_leg as steps (run_legs): the query's terms are read first, to
+    choose the lexemes that fetch candidates. With `preload`, the best
+    chunks' rows come along."""
     lexemes, chunk_count = query_terms(scope.channel, query)
     scope.channel_size = chunk_count
     present = {lexeme: v[1] for lexeme, v in lexemes.items() if v[1] > 0}
@@ -162,21 +282,24 @@ def keyword_leg(scope: Scope, query: str, candidates: int) -> list[tuple[int, fl
     query_vector = terms.query_vector(weights).to_text()
     if scope.restricted and scope.size <= KEYWORD_CANDIDATE_BUDGET:
         # A small filtered set is scored whole, through the filter's own index.
-        return _bm25_ranked(scope, query_vector, None, candidates)
+        statement = _bm25_statement(scope, query_vector, None, candidates)
+        return _rows((yield _statement(statement, preload)), preload)
     chosen, operator = candidate_terms(present, chunk_count, KEYWORD_CANDIDATE_BUDGET)
-    results = _bm25_ranked(
+    statement = _bm25_statement(
         scope, query_vector, terms.tsquery_text(chosen, operator), candidates
     )
+    results = _rows((yield _statement(statement, preload)), preload)
     if not results and operator == "&":
-        results = _bm25_ranked(
+        statement = _bm25_statement(
             scope, query_vector, terms.tsquery_text(chosen[:1]), candidates
         )
+        results = _rows((yield _statement(statement, preload)), preload)
     return results
 
 
-def _bm25_ranked(
+def _bm25_statement(
     scope: Scope, query_vector: str, tsquery: str | None, candidates: int
-) -> list[tuple[int, float]]:
+) -> Statement:
     """Chunks matching `tsquery` (a `'a' | 'b'` string of lexemes, used as given)
     through the GIN index, ordered by BM25: the inner product of Chunk.terms with
     the query's IDF vector. With tsquery None every chunk in scope that shares a
@@ -186,13 +309,11 @@ def _bm25_ranked(
         match, match_params = "(c.terms <#> %s::sparsevec) < 0", [query_vector]
     else:
         match, match_params = "c.search_vector @@ %s::tsquery", [tsquery]
-    with read_connection().cursor() as cursor:
-        cursor.execute(
-            f"SELECT c.id, -(c.terms <#> %s::sparsevec) AS bm25 FROM {CHUNKS} c "
-            f"WHERE {where} AND {match} ORDER BY bm25 DESC LIMIT %s",
-            [query_vector, *params, *match_params, candidates],
-        )
-        return cursor.fetchall()
+    return Statement(
+        f"SELECT c.id, -(c.terms <#> %s::sparsevec) AS bm25 FROM {CHUNKS} c "
+        f"WHERE {where} AND {match} ORDER BY bm25 DESC LIMIT %s",
+        [query_vector, *params, *match_params, candidates],
+    )
 
 
 def candidate_terms(
@@ -285,16 +406,32 @@ def vector_leg(
 ) -> tuple[str, list[tuple[int, float]]]:
     """Cosine ranking and the VectorStrategy that produced it: exact over small
     scopes, an iterative HNSW scan over large ones (plan_vector_leg)."""
+    return run_legs(lambda: vector_steps(scope, vector, model_name, candidates))[0]
+
+
+def vector_steps(
+    scope: Scope,
+    vector: list[float],
+    model_name: str,
+    candidates: int,
+    preload: Preload | None = None,
+) -> Leg:
+    """vector_leg as steps (run_legs); with `preload`, the best chunks' rows
+    come along."""
     plan = plan_vector_leg(scope, candidates)
-    if not plan.exact:
-        ranked = _nearest(scope, vector, model_name, candidates, plan)
-        # More rows than candidates pass the filters here, so a short answer means
-        # the graph walk gave up early: rank exactly instead of returning it.
-        if len(ranked) >= min(candidates, scope.size):
-            return VectorStrategy.HNSW, ranked
-        ranked = _nearest(scope, vector, model_name, candidates, VectorPlan(True))
-        return VectorStrategy.HNSW_THEN_EXACT, ranked
-    return VectorStrategy.EXACT, _nearest(scope, vector, model_name, candidates, plan)
+    statement = _nearest_statement(scope, vector, model_name, candidates, plan)
+    ranked = _ranked_by_distance(_rows((yield _statement(statement, preload)), preload))
+    if plan.exact:
+        return VectorStrategy.EXACT, ranked
+    # More rows than candidates pass the filters here, so a short answer means
+    # the graph walk gave up early: rank exactly instead of returning it.
+    if len(ranked) >= min(candidates, scope.size):
+        return VectorStrategy.HNSW, ranked
+    statement = _nearest_statement(
+        scope, vector, model_name, candidates, VectorPlan(True)
+    )
+    ranked = _ranked_by_distance(_rows((yield _statement(statement, preload)), preload))
+    return VectorStrategy.HNSW_THEN_EXACT, ranked
 
 
 def vector_statement(
@@ -339,15 +476,26 @@ def _nearest(
     plan: VectorPlan,
 ) -> list[tuple[int, float]]:
     """Chunks by cosine distance to `vector`, best first, as `plan` ranks them."""
+    statement = _nearest_statement(scope, vector, model_name, candidates, plan)
+
+    def steps() -> Leg:
+        return _ranked_by_distance((yield statement))
+
+    return run_legs(steps)[0]
+
+
+def _nearest_statement(
+    scope: Scope,
+    vector: list[float],
+    model_name: str,
+    candidates: int,
+    plan: VectorPlan,
+) -> Statement:
     hnsw, select, params = vector_statement(scope, vector, model_name, candidates, plan)
-    with read_connection().cursor() as cursor:
-        # One message: the settings and the scan travel together, and SET LOCAL
-        # lasts until the end of the transaction they share (an implicit one in
-        # autocommit mode, which a multi-statement message gets).
-        cursor.execute("".join(f"{setting}; " for setting in hnsw) + select, params)
-        for _ in hnsw:
-            cursor.nextset()
-        rows = cursor.fetchall()
+    return Statement(select, params, tuple(hnsw))
+
+
+def _ranked_by_distance(rows: list[tuple]) -> list[tuple[int, float]]:
     # relaxed_order iterative scans may return rows slightly out of order.
     ranked = sorted(rows, key=lambda row: row[1])
     return [(chunk_id, 1.0 - distance) for chunk_id, distance in ranked]

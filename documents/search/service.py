@@ -2,25 +2,33 @@
 
 import json
 import logging
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 
 from django.conf import settings
 
 from documents.filters import compile_filter
 from documents.ingestion import embeddings
-from documents.models import Channel, Chunk, Document, MetadataField
+from documents.models import Channel, Document
 from documents.regions import PAGES_OF_CHUNKS_SQL, add_passage_regions, page_sources
 from documents.replicas import read_connection, replica_read
 from documents.results import RetrievedChunk
 from documents.search.fusion import reciprocal_rank_fusion
-from documents.search.legs import Scope, keyword_leg, vector_leg
+from documents.search.legs import (
+    Leg,
+    Preload,
+    Scope,
+    keyword_steps,
+    run_legs,
+    vector_steps,
+)
+from documents.search.rows import ROW_COLUMNS, ROW_SOURCE
 from documents.telemetry import tracing
 
-# Query embeddings are computed here while the keyword leg runs in PostgreSQL:
-# the two don't depend on each other, so a hybrid search waits for the longer
-# of them, not their sum. (The ONNX embedder batches what arrives together.)
-_embedding_threads = ThreadPoolExecutor(thread_name_prefix="embed-query")
 logger = logging.getLogger(__name__)
+# Each leg's best `limit` + this many chunks come with their rows. On SciFact
+# (RRF k 20, limit 10) every fused result stood within rank 27 of one leg, 17 of
+# 300 queries' results past rank 20; any other is loaded on its own after.
+PRELOAD_MARGIN = 20
 
 
 @replica_read
@@ -39,8 +47,8 @@ def retrieve_chunks(
     restricts it. `limit` defaults to the channel's retriever_top_k and is capped
     at settings.MCP_MAX_RESULTS. Legs and candidate counts follow the channel.
     """
-    ranked = _ranked(channel, query, document_ids, metadata_filter, limit)
-    chunks, _ = _load(channel, ranked)
+    ranked, found = _ranked(channel, query, document_ids, metadata_filter, limit)
+    chunks, _ = _load(channel, ranked, found)
     return chunks
 
 
@@ -50,19 +58,20 @@ def _ranked(
     document_ids: list[int] | None,
     metadata_filter: dict | None,
     limit: int | None,
-) -> list[tuple[int, float]]:
-    """(chunk id, fused score) of the best chunks, best first (retrieve_chunks)."""
+) -> tuple[list[tuple[int, float]], dict[int, tuple]]:
+    """(chunk id, fused score) of the best chunks, best first (retrieve_chunks),
+    and the rows (documents.search.rows) read with the legs, by chunk id."""
     limit = limit or channel.retriever_top_k
     limit = max(1, min(int(limit), settings.MCP_MAX_RESULTS))
     mode = channel.retriever_mode
     # PostgreSQL text can't hold NUL; a query carrying one would fail the leg.
     query = (query or "").replace("\x00", " ").strip()
     if query and mode in (Channel.RetrieverMode.VECTOR, Channel.RetrieverMode.HYBRID):
-        # The slowest step, started first: it runs while the rest is prepared.
+        # The slowest step, started first: it runs while the rest is prepared
+        # and the keyword leg runs in PostgreSQL (the two don't depend on each
+        # other, so a hybrid search waits for the longer, not their sum).
         embedder = embeddings.get_embedder()
-        vector = _embedding_threads.submit(
-            tracing.in_context(embed_query), embedder, query
-        )
+        vector = submit_query_embedding(embedder, query)
     documents = Document.objects.for_channel(channel).ready()
     if document_ids:
         documents = documents.filter(id__in=list(document_ids))
@@ -72,23 +81,42 @@ def _ranked(
         documents = documents.filter(condition)
         restricted = bool(condition)
     if not query:
-        return []
+        return [], {}
     candidates = max(channel.retriever_candidates, limit)
-    rankings: list[list[tuple[int, float]]] = []
     scope = Scope(channel, documents, restricted)
-    if mode in (Channel.RetrieverMode.KEYWORD, Channel.RetrieverMode.HYBRID):
-        with tracing.span("search keyword", **{"quire.candidates": candidates}):
-            rankings.append(keyword_leg(scope, query, candidates))
-    if mode in (Channel.RetrieverMode.VECTOR, Channel.RetrieverMode.HYBRID):
+    preload = Preload(channel.pk, limit + PRELOAD_MARGIN)
+
+    def keyword() -> Leg:
+        span = tracing.open_span("search keyword", **{"quire.candidates": candidates})
+        try:
+            return (yield from keyword_steps(scope, query, candidates, preload))
+        finally:
+            if span is not None:
+                span.end()
+
+    def nearest() -> Leg:
         query_vector = vector.result()
-        with tracing.span("search vector", **{"quire.candidates": candidates}) as span:
-            strategy, ranking = vector_leg(
-                scope, query_vector, embedder.model_name, candidates
+        span = tracing.open_span("search vector", **{"quire.candidates": candidates})
+        try:
+            strategy, ranking = yield from vector_steps(
+                scope, query_vector, embedder.model_name, candidates, preload
             )
             if span is not None:
                 span.set_attribute("quire.vector.strategy", strategy)
-            logger.debug("vector leg: %s over ~%d chunks", strategy, scope.size)
-            rankings.append(ranking)
+        finally:
+            if span is not None:
+                span.end()
+        logger.debug("vector leg: %s over ~%d chunks", strategy, scope.size)
+        return ranking
+
+    # Both legs' statements travel together: the keyword leg runs in
+    # PostgreSQL while the query is embedded, and one round trip reads both.
+    starts = []
+    if mode in (Channel.RetrieverMode.KEYWORD, Channel.RetrieverMode.HYBRID):
+        starts.append(keyword)
+    if mode in (Channel.RetrieverMode.VECTOR, Channel.RetrieverMode.HYBRID):
+        starts.append(nearest)
+    rankings: list[list[tuple[int, float]]] = run_legs(*starts)
     if len(rankings) == 1:
         ranked = rankings[0][:limit]
     else:
@@ -97,13 +125,17 @@ def _ranked(
             k=channel.retriever_rrf_k,
         )
         ranked = fused[:limit]
-    return ranked
+    return ranked, preload.found
 
 
-def embed_query(embedder: embeddings.Embedder, query: str) -> list[float]:
-    """The query's vector, as a span of the request's trace."""
-    with tracing.span("embedding", **{"gen_ai.operation.name": "embeddings"}):
-        return embedder.embed_query(query)
+def submit_query_embedding(embedder: embeddings.Embedder, query: str) -> Future:
+    """A future of the query's vector (embeddings.submit_query), timed as a
+    span of the request's trace."""
+    future = embeddings.submit_query(embedder, query)
+    tracing.span_until_done(
+        future, "embedding", **{"gen_ai.operation.name": "embeddings"}
+    )
+    return future
 
 
 @replica_read
@@ -118,44 +150,57 @@ def retrieve_passages(
     """retrieve_chunks (same options), each chunk with the regions of its lines
     on its page: the passages retrieve_text_chunks and the REST search return.
     The pages come with the chunks, in the same round trip."""
-    ranked = _ranked(channel, query, document_ids, metadata_filter, limit)
-    chunks, pages = _load(channel, ranked, with_pages=True)
+    ranked, found = _ranked(channel, query, document_ids, metadata_filter, limit)
+    chunks, pages = _load(channel, ranked, found, with_pages=True)
     add_passage_regions(chunks, pages)
     return chunks
 
 
 def _load(
-    channel: Channel, ranked: list[tuple[int, float]], *, with_pages: bool = False
+    channel: Channel,
+    ranked: list[tuple[int, float]],
+    found: dict[int, tuple],
+    *,
+    with_pages: bool = False,
 ) -> tuple[list[RetrievedChunk], dict]:
     """The ranked chunks with what a caller needs to cite them, and (with_pages)
-    their pages with line positions (documents.regions.page_sources), in one
-    round trip.
+    their pages with line positions (documents.regions.page_sources).
+
+    The rows read with the legs (`found`) need no statement; the others are
+    read in one, with the pages when asked for. Otherwise the pages are read
+    only when one of the chunks' pages has line positions.
 
     Plain SQL rather than the ORM: on this path compiling the query (a join and
     the channel's shown fields) cost ten times running it."""
     if not ranked:
         return [], {}
     ids = [chunk_id for chunk_id, _ in ranked]
+    by_id = {chunk_id: found[chunk_id] for chunk_id in ids if chunk_id in found}
+    missing = [chunk_id for chunk_id in ids if chunk_id not in by_id]
     pages: dict = {}
-    with read_connection().cursor() as cursor:
-        if with_pages:
-            # One message, two results: the chunks, then their pages.
-            statement = f"{_LOAD_SQL}; {PAGES_OF_CHUNKS_SQL}"
-            cursor.execute(statement, [channel.pk, ids, ids])
-            rows = cursor.fetchall()
-            cursor.nextset()
+    if missing:
+        with read_connection().cursor() as cursor:
+            if with_pages:
+                # One message, two results: the chunks, then their pages.
+                statement = f"{_LOAD_SQL}; {PAGES_OF_CHUNKS_SQL}"
+                cursor.execute(statement, [channel.pk, missing, ids])
+            else:
+                cursor.execute(_LOAD_SQL, [channel.pk, missing])
+            by_id.update((row[0], row[1:]) for row in cursor.fetchall())
+            if with_pages:
+                cursor.nextset()
+                pages = page_sources(cursor.fetchall())
+    elif with_pages and any(row[-1] for row in by_id.values()):
+        with read_connection().cursor() as cursor:
+            cursor.execute(PAGES_OF_CHUNKS_SQL, [ids])
             pages = page_sources(cursor.fetchall())
-        else:
-            cursor.execute(_LOAD_SQL, [channel.pk, ids])
-            rows = cursor.fetchall()
-    by_id = {row[0]: row for row in rows}
     results = []
     for chunk_id, score in ranked:
         row = by_id.get(chunk_id)
         if row is None:  # deleted since it was ranked
             continue
-        _, document_id, title, filename, metadata, page_number, text = row[:7]
-        revision, shown = row[7:]
+        document_id, title, filename, metadata, page_number, text = row[:6]
+        revision, shown = row[6:8]
         metadata = json.loads(metadata) if metadata else {}
         if shown:
             metadata = {name: metadata[name] for name in shown if name in metadata}
@@ -177,17 +222,4 @@ def _load(
     return results, pages
 
 
-# The channel's fields shown with each chunk (all metadata when none is) come
-# along as an array, the same on every row (PostgreSQL computes it once).
-_LOAD_SQL = f"""
-    SELECT c.id, c.document_id, d.title, d.original_filename, d.metadata,
-           c.page_number, c.text, d.revision,
-           ARRAY(
-               SELECT f.name FROM {MetadataField._meta.db_table} f
-               WHERE f.channel_id = %s AND f.sent_with_chunks
-               ORDER BY f.position, f.id
-           )
-    FROM {Chunk._meta.db_table} c
-    JOIN {Document._meta.db_table} d ON d.id = c.document_id
-    WHERE c.id = ANY(%s)
-"""
+_LOAD_SQL = f"SELECT c.id, {ROW_COLUMNS} FROM {ROW_SOURCE} WHERE c.id = ANY(%s)"

@@ -16,6 +16,7 @@ import contextlib
 import os
 import re
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future
 from contextvars import copy_context
 from typing import Any
 
@@ -87,6 +88,30 @@ def span(name: str, **attributes: Any):
     if not _enabled:
         return _NOTHING
     return tracer.start_as_current_span(name, attributes=attributes)
+
+
+def open_span(name: str, **attributes: Any) -> trace.Span | None:
+    """A child span of the current one, started but not made current (for
+    work that ends elsewhere: the caller ends it); None when traces are off."""
+    if not _enabled:
+        return None
+    return tracer.start_span(name, attributes=attributes)
+
+
+def span_until_done(future: Future, name: str, **attributes: Any) -> None:
+    """A child span of the current one from now until `future` is done (for
+    work another thread finishes, such as a queued query embedding); marked
+    failed when the future fails. Nothing when traces are off."""
+    child = open_span(name, **attributes)
+    if child is None:
+        return
+
+    def end(done: Future) -> None:
+        if done.cancelled() or done.exception() is not None:
+            child.set_status(Status(StatusCode.ERROR))
+        child.end()
+
+    future.add_done_callback(end)
 
 
 def in_context(function):

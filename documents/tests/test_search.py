@@ -146,20 +146,20 @@ def test_rrf_sums_reciprocal_ranks():
 def test_hybrid_fuses_both_legs_with_rrf(wiki, monkeypatch):
     """Hybrid results are the RRF fusion of the keyword and vector rankings."""
     calls = {}
-    original_keyword, original_vector = legs.keyword_leg, legs.vector_leg
+    original_keyword, original_vector = legs.keyword_steps, legs.vector_steps
 
     def keyword(*args):
-        calls["keyword"] = original_keyword(*args)
+        calls["keyword"] = yield from original_keyword(*args)
         return calls["keyword"]
 
     def vector(*args):
-        calls["vector"] = original_vector(*args)
+        calls["vector"] = yield from original_vector(*args)
         return calls["vector"]
 
     from documents.search import service
 
-    monkeypatch.setattr(service, "keyword_leg", keyword)
-    monkeypatch.setattr(service, "vector_leg", vector)
+    monkeypatch.setattr(service, "keyword_steps", keyword)
+    monkeypatch.setattr(service, "vector_steps", vector)
     results = retrieve_chunks(wiki, "lost laptop badge", limit=10)
     expected = reciprocal_rank_fusion(
         [[i for i, _ in calls["keyword"]], [i for i, _ in calls["vector"][1]]],
@@ -280,6 +280,28 @@ def test_retrieval_runs_a_fixed_number_of_queries(wiki, django_assert_max_num_qu
             wiki, "laptop badge lunch", metadata_filter={"year": {"min": 2000}}
         )
     assert len(results) >= 3
+
+
+def test_results_are_the_same_whatever_rows_come_with_the_legs(wiki, monkeypatch):
+    """The legs read the rows of their best chunks with their rankings; a
+    fused result from further down is loaded on its own, with the same
+    fields. Whatever the number preloaded, the results are the same."""
+    from documents.search import service
+
+    def search():
+        with CaptureQueriesContext(connection) as queries:
+            passages = service.retrieve_passages(
+                wiki, "laptop badge lunch expenses", limit=4
+            )
+        loaded = [
+            q for q in queries.captured_queries if "WHERE c.id = ANY(" in q["sql"]
+        ]
+        return [p.model_dump() for p in passages], len(loaded)
+
+    preloaded, loads = search()
+    assert len(preloaded) == 4 and loads == 0
+    monkeypatch.setattr(service, "PRELOAD_MARGIN", -3)  # one row per leg
+    assert search() == (preloaded, 1)
 
 
 def test_common_terms_score_but_do_not_add_candidates(
