@@ -98,9 +98,12 @@ def test_the_readmes_first_channel_ends_with_an_answer(
     page.wait_for_url("**/admin/documents/channel/*/change/")
     page.select_option("#id_newest_sort_0", "published")
     page.click("input[name=_save]")
-    page.wait_for_load_state("load")
+    # Saving returns to the list; the channel's own page then says what comes next.
+    page.wait_for_url("**/admin/documents/channel/")
     page.goto("/admin/documents/channel/")
     page.get_by_role("link", name="Handbook", exact=True).click()
+    page.wait_for_url("**/admin/documents/channel/*/change/")
+    page.locator(".quire-next-steps").wait_for()
     steps = page.locator(".quire-next-steps a").all_inner_texts()
     assert "Upload documents" in steps and "Create an API key" in steps
 
