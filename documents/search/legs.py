@@ -259,15 +259,11 @@ def _send(cursor, statement: Statement) -> None:
     cursor.execute(statement.sql, statement.params)
 
 
-def keyword_leg(scope: Scope, query: str, candidates: int) -> list[tuple[int, float]]:
-    """BM25 ranking: GIN-indexed lexeme match, ordered by Chunk.terms · IDF."""
-    return run_legs(lambda: keyword_steps(scope, query, candidates))[0]
-
-
 def keyword_steps(
     scope: Scope, query: str, candidates: int, preload: Preload | None = None
 ) -> Leg:
-    """keyword_leg as steps (run_legs): the query's terms are read first, to
+    """The keyword leg as steps (run_legs): BM25 ranking, a GIN-indexed lexeme
+    match ordered by Chunk.terms · IDF. The query's terms are read first, to
     choose the lexemes that fetch candidates. With `preload`, the best
     chunks' rows come along."""
     lexemes, chunk_count = query_terms(scope.channel, query)
@@ -401,14 +397,6 @@ def walk_plan(scope: Scope, candidates: int) -> VectorPlan:
     )
 
 
-def vector_leg(
-    scope: Scope, vector: list[float], model_name: str, candidates: int
-) -> tuple[str, list[tuple[int, float]]]:
-    """Cosine ranking and the VectorStrategy that produced it: exact over small
-    scopes, an iterative HNSW scan over large ones (plan_vector_leg)."""
-    return run_legs(lambda: vector_steps(scope, vector, model_name, candidates))[0]
-
-
 def vector_steps(
     scope: Scope,
     vector: list[float],
@@ -416,8 +404,10 @@ def vector_steps(
     candidates: int,
     preload: Preload | None = None,
 ) -> Leg:
-    """vector_leg as steps (run_legs); with `preload`, the best chunks' rows
-    come along."""
+    """The vector leg as steps (run_legs): cosine ranking and the
+    VectorStrategy that produced it, exact over small scopes, an iterative
+    HNSW scan over large ones (plan_vector_leg). With `preload`, the best
+    chunks' rows come along."""
     plan = plan_vector_leg(scope, candidates)
     statement = _nearest_statement(scope, vector, model_name, candidates, plan)
     ranked = _ranked_by_distance(_rows((yield _statement(statement, preload)), preload))

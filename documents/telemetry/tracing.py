@@ -17,7 +17,6 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
-from contextvars import copy_context
 from typing import Any
 
 from opentelemetry import trace
@@ -112,19 +111,6 @@ def span_until_done(future: Future, name: str, **attributes: Any) -> None:
         child.end()
 
     future.add_done_callback(end)
-
-
-def in_context(function):
-    """`function` bound to the current trace context, for a thread pool (the
-    function itself when traces are off)."""
-    if not _enabled:
-        return function
-    context = copy_context()
-
-    def run(*args: Any, **kwargs: Any) -> Any:
-        return context.run(function, *args, **kwargs)
-
-    return run
 
 
 def trace_context(meta: Any) -> dict[str, str]:
