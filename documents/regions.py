@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db.models import Q
 
-from documents.ingestion.context import marked_headings
+from documents.ingestion.context import Marks, marked_headings
 from documents.models import Chunk, Page
 
 
@@ -33,7 +33,7 @@ class PageSource:
     _squeezed: tuple[str, np.ndarray] | None = field(default=None, repr=False)
 
     @functools.cached_property
-    def headings(self) -> tuple[tuple[int, int, int], ...]:
+    def headings(self) -> Marks:
         """(start, end, level) of the lines the reader marked as headings."""
         return marked_headings(self.lines)
 

@@ -24,7 +24,7 @@ from enum import StrEnum
 import blingfire
 
 from documents.generation.memo import LRU, text_key
-from documents.ingestion.context import continues_heading
+from documents.ingestion.context import Marks, continues_heading
 
 
 class Kind(StrEnum):
@@ -182,10 +182,6 @@ def _kind(text: str, *, line: bool = False) -> Kind:
     if line and (text[0].islower() or not _ENDS_SENTENCE.search(text)):
         return Kind.FRAGMENT  # a piece of a sentence broken over lines
     return Kind.SENTENCE
-
-
-# (start, end, level) of the lines a reader marked as headings.
-Marks = tuple[tuple[int, int, int], ...]
 
 
 def split_sentences(text: str, headings: Marks = ()) -> list[Sentence]:

@@ -18,6 +18,8 @@ SEPARATOR = " › "
 # type (documents.ingestion.reader.pdf).
 HEADING_LEVEL_ITEM = 6
 MAX_HEADING_LEVEL = 6
+# (start, end, level) of the lines of a page marked as headings, in order.
+Marks = tuple[tuple[int, int, int], ...]
 # A title and a few levels of headings; a longer context is cut at a part.
 MAX_CONTEXT_CHARS = 400
 
@@ -51,7 +53,7 @@ def continues_heading(line: str) -> bool:
     return not _NUMBERED.match(line)
 
 
-def marked_headings(lines) -> tuple[tuple[int, int, int], ...]:
+def marked_headings(lines) -> Marks:
     """(start, end, level) of the lines marked as headings, in order; an entry
     that is not a well-formed mark is no heading."""
     marks = []
@@ -88,7 +90,7 @@ class HeadingTrail:
         self,
         text: str,
         offsets: list[int],
-        marks: tuple[tuple[int, int, int], ...] | None = None,
+        marks: Marks | None = None,
     ) -> list[list[str]]:
         """Read one page's text (Markdown, or with its heading lines `marks`);
         for each of the ascending `offsets` into it, the heading path in effect
@@ -155,9 +157,7 @@ class HeadingTrail:
         return None
 
 
-def _marked(
-    line: str, start: int, end: int, marks: tuple[tuple[int, int, int], ...]
-) -> tuple[int, str] | None:
+def _marked(line: str, start: int, end: int, marks: Marks) -> tuple[int, str] | None:
     """The level and text of the line at [start, end) of the page text when a
     mark starts on it."""
     for mark_start, _mark_end, level in marks:
