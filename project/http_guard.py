@@ -15,7 +15,11 @@ project.http_guard:GuardedHttpToolsProtocol`, as `runquire` starts it):
   default it believes `X-Forwarded-For`/`-Proto` from any client at 127.0.0.1,
   so a local client could pick its own address for every throttle and the
   audit trail. The address is the socket's, and PROXY_TRUSTED_HOPS alone says
-  which forwarded entry to believe instead (documents.access.client_address).
+  which forwarded entry to believe instead (documents.access.client_address);
+- sends a response of known length whose headers and body fit in one write
+  as one write: uvicorn writes the status line and headers, then the body, two
+  sends on the socket (each a system call and, on loopback, the receiver's
+  TCP work too) for what is nearly always one small segment.
 """
 
 import asyncio
@@ -91,6 +95,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle.scope is self.scope:  # not an upgrade
+            cycle.transport = _HeadersWithBody(self.transport, cycle)
         length = 0
         for name, value in self.headers:
             if name == b"content-length":
@@ -103,3 +110,46 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def on_message_complete(self) -> None:
         self._disarm()
         super().on_message_complete()
+
+
+class _HeadersWithBody:
+    """The transport as one request's response cycle sees it: the status line
+    and headers of a response with a Content-Length and a body are held until
+    the body's first write and sent with it. Everything else (a chunked body,
+    an empty one, a HEAD, a 100 Continue) is written at once, as before, and a
+    close sends what is held first (an application that fails after starting
+    its response)."""
+
+    __slots__ = ("_cycle", "_held", "_started", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, cycle) -> None:
+        self._transport, self._cycle = transport, cycle
+        self._held: bytes | None = None
+        self._started = False
+
+    def write(self, data: bytes) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            self._transport.write(held + data)
+            return
+        cycle = self._cycle
+        if not self._started and cycle.response_started:
+            # The cycle's first write once its response started: the headers.
+            self._started = True
+            if (
+                cycle.chunked_encoding is False
+                and cycle.expected_content_length > 0
+                and cycle.scope["method"] != "HEAD"
+            ):
+                self._held = data
+                return
+        self._transport.write(data)
+
+    def close(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            self._transport.write(held)
+        self._transport.close()
+
+    def __getattr__(self, name: str):
+        return getattr(self._transport, name)

@@ -19,7 +19,7 @@ from django.db import OperationalError, close_old_connections, connection
 from django.utils import timezone
 from psycopg_pool import PoolClosed, PoolTimeout
 
-from documents.access import audit
+from documents.access import audit, rows
 from documents.access import pool as admission_pool
 from documents.access.caller import Caller
 from documents.access.keys import KEY_PREFIX, digest_key
@@ -36,19 +36,6 @@ from documents.telemetry import metrics
 def _columns(model, alias: str) -> str:
     fields = model._meta.concrete_fields
     return ", ".join(f'{alias}."{field.column}"' for field in fields)
-
-
-def _instance(model, values):
-    """A model instance from its columns' values, converted as the ORM would
-    (JSON fields arrive as text)."""
-    fields = model._meta.concrete_fields
-    values = [
-        field.from_db_value(value, None, connection)
-        if hasattr(field, "from_db_value")
-        else value
-        for field, value in zip(fields, values, strict=True)
-    ]
-    return model.from_db(connection.alias, [field.attname for field in fields], values)
 
 
 @cache
@@ -209,10 +196,10 @@ def _settle(
             "Too many failed authentications from this address", failures
         )
     size = len(ApiKey._meta.concrete_fields)
-    api_key = _instance(ApiKey, row[1 : 1 + size]) if row[1] is not None else None
+    api_key = rows.instance(ApiKey, row[1 : 1 + size]) if row[1] is not None else None
     opens_channel, count = row[1 + size], row[2 + size]
     channel_values = row[3 + size :]
-    channel = _instance(Channel, channel_values) if channel_values[0] else None
+    channel = rows.instance(Channel, channel_values) if channel_values[0] else None
     caller = Caller(via=via, address=address, api_key=api_key)
     refusal = _refusal(raw_key, prepared.digest, api_key, requests)
     if refusal is None and channel is not None and not opens_channel:
