@@ -13,8 +13,15 @@ of large type (a cover, a title and authors) doesn't set it. A run of more than
 a few such lines is a passage in large type (a cover's blurb), as is a line that
 runs on into a line of body text starting in lower case; lines side by side
 in one band are a table's header cells, a contents line has dot leaders, and a
-line seen on an earlier page (page numbers aside) is a running head: none of
-them is a heading.
+line seen on an earlier page (page numbers aside) is a running head, as is a
+line in the page's top or bottom margin that one of the next two pages repeats
+(a running head's first appearance): none of them is a heading.
+
+Text in type clearly smaller than the body's (footnotes, most often, which
+PDFium may read before or between the columns of body text) is set apart from
+body text next to it by a blank line, so that a body sentence is never joined
+to the footnote read before it; so is each note that starts with a marker in
+smaller type still ("5Stall warning indication is …"), from the note before.
 
 A page's text is sent before its image is drawn, so that the parent chunks and
 embeds it meanwhile; the image follows in a message of its own. A page whose
@@ -26,11 +33,13 @@ the document is not drawn at all. Past the soft deadline nothing more is drawn
 or read by OCR, so the text of every page still comes back in time.
 """
 
+import bisect
 import ctypes
 import math
 import re
 import statistics
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from documents.ingestion.reader import ocr
@@ -62,6 +71,12 @@ HEADING_MAX_LINES = 3
 LEVEL_TOP_RATIO = 2.0
 LEVEL_STEP = 1.2
 LOWEST_LEVEL = 6
+# Running heads and feet: lines within this fraction of the page's height from
+# its top or bottom, repeated on one of the next RUNNING_AHEAD pages.
+RUNNING_BAND = 0.12
+RUNNING_AHEAD = 2
+# Footnotes: type at most this fraction of the body's size.
+SMALL_TYPE_RATIO = 0.9
 # Pages whose characters decide the body's type size.
 BODY_SAMPLE_PAGES = 3
 BODY_SAMPLE_CHARS = 2_000
@@ -135,6 +150,7 @@ class _PageReader:
         self.title_candidate = ""
         self.body: _BodyType | None = None
         self.running: set[str] = set()  # heading-like lines of earlier pages
+        self.line_keys: dict[int, frozenset[str]] = {}  # of pages read ahead
 
     def read(self, index: int) -> tuple[dict, object | None]:
         """The page's message, and the page when its image is still to be
@@ -210,6 +226,7 @@ class _PageReader:
         lines: list[list] = []
         styles: list[tuple[float, bool] | None] = []
         sized_lines: list[tuple[float, int, int]] = []  # page 1: type size per line
+        notes: set[int] = set()  # lines opening with a note's marker
         start = 0
         for match in _LINE_END.finditer(text + "\n"):
             end = match.end() if match.group() in HYPHENS else match.start()
@@ -222,23 +239,52 @@ class _PageReader:
                     line_style = None
                     if box[2] - box[0] > box[3] - box[1]:
                         line_style = style.of_line(text, start, end)
+                        if style.opens_with_marker(text, start, end):
+                            notes.add(len(lines) - 1)
                     styles.append(line_style)
                     if first and line_style and line_style[0]:
                         sized_lines.append((line_style[0], start, end))
             start = match.end()
         unusable = _mostly_unmapped(raw, textpage, text)
-        if first and not unusable:
-            self.title_candidate = _largest_line(text, sized_lines)
         lines = [_clamped(line) for line in lines]
+        if first and not unusable and not _inner_page(text, lines):
+            self.title_candidate = _largest_line(text, sized_lines)
         if not unusable:
             try:
                 if self.body is None:
                     self.body = _BodyType.of_document(self.pdf, style, index)
-                _mark_headings(text, lines, styles, self.body, self.running)
+                _mark_headings(
+                    text,
+                    lines,
+                    styles,
+                    self.body,
+                    self.running,
+                    lambda: self._keys_ahead(index),
+                )
             except Exception:
                 # Headings are a nicety: a page whose marks fail keeps its text.
                 lines = [line[:6] for line in lines]
+            if self.body is not None:
+                breaks = _small_type_breaks(text, lines, styles, notes, self.body)
+                text, lines = _with_breaks(text, lines, breaks)
         return text, lines, unusable
+
+    def _keys_ahead(self, index: int) -> frozenset[str]:
+        """The running keys of the lines of the two pages after page `index`."""
+        for old in [i for i in self.line_keys if i <= index]:
+            del self.line_keys[old]
+        keys: set[str] = set()
+        for ahead in range(index + 1, min(len(self.pdf), index + 1 + RUNNING_AHEAD)):
+            if ahead not in self.line_keys:
+                try:
+                    text = self.pdf[ahead].get_textpage().get_text_range()
+                except Exception:
+                    text = ""
+                self.line_keys[ahead] = frozenset(
+                    _running_key(line) for line in _LINE_END.split(text)
+                )
+            keys |= self.line_keys[ahead]
+        return frozenset(keys)
 
     def _has_images(self, page) -> bool:
         try:
@@ -384,6 +430,10 @@ _DOT_LEADERS = re.compile(r"(?:\.\s?){4,}")
 # A line of this many words ending in a full stop is a sentence in large type.
 SENTENCE_MIN_WORDS = 4
 _SENTENCE_END = re.compile(r"[.!][\"'”’)\]]*$")
+# A note's marker: a figure or one of these, in type at most this fraction of
+# the size of the text it opens.
+NOTE_SYMBOLS = "*†‡§¶"
+MARKER_SIZE_RATIO = 0.85
 # PDF font descriptor flag (PDF 32000-1, table 123).
 FORCE_BOLD = 1 << 18
 # Characters looked at to tell an unusable text layer, and per line for its size.
@@ -469,6 +519,19 @@ class _Style:
         name = self.name.raw[: written - 1] if 0 < written <= len(self.name) else b""
         return bool(self.flags.value & FORCE_BOLD) or b"bold" in name.lower()
 
+    def opens_with_marker(self, text: str, start: int, end: int) -> bool:
+        """Whether the line opens with a note's marker: a figure or a symbol
+        (1-3 of them) in type smaller than the word right after it."""
+        first = start
+        while first < end and text[first].isspace():
+            first += 1
+        after = first
+        while after < end and (text[after].isdigit() or text[after] in NOTE_SYMBOLS):
+            after += 1
+        if not 0 < after - first <= 3 or after >= end or text[after].isspace():
+            return False
+        return self.size(first) < self.size(after) * MARKER_SIZE_RATIO
+
     def of_line(self, text: str, start: int, end: int) -> tuple[float, bool]:
         """The median type size of a line and whether it is all bold, from a
         sample of its characters."""
@@ -520,11 +583,17 @@ class _BodyType:
 
 
 def _mark_headings(
-    text: str, lines: list[list], styles: list, body: _BodyType, running: set[str]
+    text: str,
+    lines: list[list],
+    styles: list,
+    body: _BodyType,
+    running: set[str],
+    ahead: Callable[[], frozenset[str]] = frozenset,
 ) -> None:
     """Append the heading level to the entries of the lines that are headings
     (see the module docstring); `running` holds the heading-like lines of the
-    pages before, and takes this page's."""
+    pages before, and takes this page's; `ahead` gives the lines of the next
+    pages (read only when a candidate sits in a margin)."""
     if body.size <= 0:
         return
     levels: list[int | None] = []
@@ -564,13 +633,66 @@ def _mark_headings(
         if level is not None and _heading_shaped(text[lines[i][0] : lines[i][1]])
     ]
     keys = {i: _running_key(text[lines[i][0] : lines[i][1]]) for i in candidates}
+    later: frozenset[str] | None = None
     for i in candidates:
         if keys[i] in running or any(
             j != i and _side_by_side(lines[i], lines[j]) for j in candidates
         ):
             continue
+        if lines[i][5] <= RUNNING_BAND or lines[i][3] >= 1 - RUNNING_BAND:
+            later = ahead() if later is None else later
+            if keys[i] in later:
+                continue
         lines[i].append(levels[i])
     running.update(keys.values())
+
+
+def _small_type_breaks(
+    text: str, lines: list[list], styles: list, notes: set[int], body: _BodyType
+) -> list[int]:
+    """Offsets of the lines that start a run of small type after body type,
+    body type after small type, or a note in small type (its line in `notes`),
+    where no blank line parts them from the line before already."""
+    if body.size <= 0:
+        return []
+    small = [
+        None
+        if style is None or style[0] <= 0
+        else style[0] <= body.size * SMALL_TYPE_RATIO
+        for style in styles
+    ]
+    breaks = []
+    for i in range(1, len(lines)):
+        before, after = small[i - 1], small[i]
+        if before is None or after is None:
+            continue
+        if before == after and not (after and i in notes):
+            continue
+        gap = text[lines[i - 1][1] : lines[i][0]]
+        if gap.count("\n") == 1:  # a line break, not a word broken at a hyphen
+            breaks.append(lines[i][0])
+    return breaks
+
+
+def _with_breaks(text: str, lines: list[list], breaks: list[int]) -> tuple[str, list]:
+    """The text with a newline put before each offset of `breaks` (ascending),
+    and the lines' offsets moved with it."""
+    if not breaks:
+        return text, lines
+    pieces, last = [], 0
+    for offset in breaks:
+        pieces += [text[last:offset], "\n"]
+        last = offset
+    pieces.append(text[last:])
+    moved = [
+        [
+            start + bisect.bisect_right(breaks, start),
+            end + bisect.bisect_left(breaks, end),
+            *rest,
+        ]
+        for start, end, *rest in lines
+    ]
+    return "".join(pieces), moved
 
 
 def _running_key(line: str) -> str:
@@ -623,6 +745,23 @@ def _clamped(line: list) -> list:
 
 def _letters(text: str) -> int:
     return sum(char.isalnum() for char in text)
+
+
+_PAGE_NUMBER = re.compile(r"(?:page\s+)?[-–]?\s*(\d{1,4})\s*[-–]?", re.IGNORECASE)
+
+
+def _inner_page(text: str, lines: list[list]) -> bool:
+    """Whether the page is printed with a page number other than 1 (a line of
+    its own in the top or bottom margin): a page from inside a longer work,
+    whose largest type is a section's heading there ("MAIN GAME" over page 6
+    of a game manual), not the document's title."""
+    for start, end, _x0, y0, _x1, y1, *_ in lines:
+        if y1 > RUNNING_BAND and y0 < 1 - RUNNING_BAND:
+            continue
+        number = _PAGE_NUMBER.fullmatch(text[start:end].strip())
+        if number and int(number.group(1)) > 1:
+            return True
+    return False
 
 
 def _largest_line(text: str, sized_lines: list[tuple[float, int, int]]) -> str:
