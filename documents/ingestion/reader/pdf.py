@@ -42,7 +42,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from documents.ingestion.reader import ocr
+from documents.ingestion.reader import headings, ocr
 from documents.ingestion.reader.images import MIN_WIDTH, ImageBudget
 from documents.ingestion.reader.protocol import Refusal, Request, emit, page_message
 
@@ -59,18 +59,10 @@ MIN_TEXT_CHARACTERS = 3
 HYPHENS = "\x02\ufffe"
 UNIT = 10_000  # boxes are computed in ten-thousandths of the page
 # Headings: type at least this much larger than the body's, or bold (a weight
-# of at least BOLD_WEIGHT) of the body's size; at most this many words a line,
-# and runs of at most this many lines.
+# of at least BOLD_WEIGHT) of the body's size (documents.ingestion.reader.headings
+# gives the levels and what is no heading).
 HEADING_SIZE_RATIO = 1.08
 BOLD_WEIGHT = 600
-HEADING_MAX_WORDS = 16
-HEADING_MAX_LINES = 3
-# Levels: 1 for type twice the body's size or more, one level deeper for each
-# step of 20% smaller down to LOWEST_LEVEL - 1; bold type of the body's size is
-# LOWEST_LEVEL.
-LEVEL_TOP_RATIO = 2.0
-LEVEL_STEP = 1.2
-LOWEST_LEVEL = 6
 # Running heads and feet: lines within this fraction of the page's height from
 # its top or bottom, repeated on one of the next RUNNING_AHEAD pages.
 RUNNING_BAND = 0.12
@@ -227,6 +219,7 @@ class _PageReader:
         styles: list[tuple[float, bool] | None] = []
         sized_lines: list[tuple[float, int, int]] = []  # page 1: type size per line
         notes: set[int] = set()  # lines opening with a note's marker
+        sizes: list[float] = []  # type size per line, vertical lines too
         start = 0
         for match in _LINE_END.finditer(text + "\n"):
             end = match.end() if match.group() in HYPHENS else match.start()
@@ -242,6 +235,8 @@ class _PageReader:
                         if style.opens_with_marker(text, start, end):
                             notes.add(len(lines) - 1)
                     styles.append(line_style)
+                    # A lone footnote marker ("7") is narrower than it is tall.
+                    sizes.append((line_style or style.of_line(text, start, end))[0])
                     if first and line_style and line_style[0]:
                         sized_lines.append((line_style[0], start, end))
             start = match.end()
@@ -265,7 +260,7 @@ class _PageReader:
                 # Headings are a nicety: a page whose marks fail keeps its text.
                 lines = [line[:6] for line in lines]
             if self.body is not None:
-                breaks = _small_type_breaks(text, lines, styles, notes, self.body)
+                breaks = _small_type_breaks(text, lines, sizes, notes, self.body)
                 text, lines = _with_breaks(text, lines, breaks)
         return text, lines, unusable
 
@@ -426,10 +421,6 @@ class _DeviceMapper:
 
 _LINE_END = re.compile("\r\n|[\r\n]|[" + HYPHENS + "]")
 _FIGURES = re.compile(r"\d[\d,.%]*")
-_DOT_LEADERS = re.compile(r"(?:\.\s?){4,}")
-# A line of this many words ending in a full stop is a sentence in large type.
-SENTENCE_MIN_WORDS = 4
-_SENTENCE_END = re.compile(r"[.!][\"'”’)\]]*$")
 # A note's marker: a figure or one of these, in type at most this fraction of
 # the size of the text it opens.
 NOTE_SYMBOLS = "*†‡§¶"
@@ -603,35 +594,12 @@ def _mark_headings(
             size, bold = style
             ratio = size / body.size
             if ratio >= HEADING_SIZE_RATIO:
-                steps = math.log(LEVEL_TOP_RATIO / ratio, LEVEL_STEP)
-                level = min(max(1 + round(steps), 1), LOWEST_LEVEL - 1)
+                level = headings.size_level(ratio)
             elif bold and not body.bold and ratio >= 1 / HEADING_SIZE_RATIO:
-                level = LOWEST_LEVEL
+                level = headings.LOWEST_LEVEL
         levels.append(level)
-    # A long run of lines in one large type is a passage, not a heading.
-    index = 0
-    while index < len(levels):
-        run = index
-        while (
-            run < len(levels)
-            and levels[run] is not None
-            and (levels[run] == levels[index])
-        ):
-            run += 1
-        if run - index > HEADING_MAX_LINES:
-            levels[index:run] = [None] * (run - index)
-        index = max(run, index + 1)
-    # A line running on into a line of body text ("Women in families with an"
-    # above "inherited BRCA1 …") is wrapped prose in large type.
-    for i, level in enumerate(levels[:-1]):
-        following = text[lines[i + 1][0] : lines[i + 1][1]].lstrip()
-        if level is not None and levels[i + 1] != level and following[:1].islower():
-            levels[i] = None
-    candidates = [
-        i
-        for i, level in enumerate(levels)
-        if level is not None and _heading_shaped(text[lines[i][0] : lines[i][1]])
-    ]
+    levels = headings.plausible(text, lines, levels)
+    candidates = [i for i, level in enumerate(levels) if level is not None]
     keys = {i: _running_key(text[lines[i][0] : lines[i][1]]) for i in candidates}
     later: frozenset[str] | None = None
     for i in candidates:
@@ -648,7 +616,7 @@ def _mark_headings(
 
 
 def _small_type_breaks(
-    text: str, lines: list[list], styles: list, notes: set[int], body: _BodyType
+    text: str, lines: list[list], sizes: list[float], notes: set[int], body: _BodyType
 ) -> list[int]:
     """Offsets of the lines that start a run of small type after body type,
     body type after small type, or a note in small type (its line in `notes`),
@@ -656,10 +624,7 @@ def _small_type_breaks(
     if body.size <= 0:
         return []
     small = [
-        None
-        if style is None or style[0] <= 0
-        else style[0] <= body.size * SMALL_TYPE_RATIO
-        for style in styles
+        None if size <= 0 else size <= body.size * SMALL_TYPE_RATIO for size in sizes
     ]
     breaks = []
     for i in range(1, len(lines)):
@@ -705,20 +670,6 @@ def _side_by_side(line: list, other: list) -> bool:
     height = min(line[5] - line[3], other[5] - other[3])
     apart = line[4] <= other[2] or other[4] <= line[2]
     return apart and height > 0 and bottom - top > height / 2
-
-
-def _heading_shaped(line: str) -> bool:
-    """A line that can be a heading: a few words, one of them a word of
-    letters, not a sentence, a row of figures nor a contents line."""
-    words = line.split()
-    if not words or len(words) > HEADING_MAX_WORDS or _DOT_LEADERS.search(line):
-        return False
-    if not any(sum(c.isalpha() for c in word) >= 2 for word in words):
-        return False
-    if len(words) >= SENTENCE_MIN_WORDS and _SENTENCE_END.search(line.rstrip()):
-        return False  # "A: There are several types of breast cancer."
-    figures = len(_FIGURES.findall(line))
-    return figures < 2 or figures < len(words) / 2
 
 
 def _mostly_unmapped(raw, textpage, text: str) -> bool:
