@@ -263,21 +263,28 @@ def test_a_failing_reader_fails_only_its_document(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "folio, title", [("6", ""), ("1", "MAIN GAME"), ("", "MAIN GAME")]
+    "foot, title",
+    [
+        (["6"], ""),
+        (["1"], "MAIN GAME"),
+        ([], "MAIN GAME"),
+        (["2", "For instance, the score drops by half."], "MAIN GAME"),
+    ],
 )
 def test_a_page_from_inside_a_longer_work_is_not_titled_by_its_section(
-    tmp_path, folio, title
+    tmp_path, foot, title
 ):
     """A first page printed with a page number other than 1 (page 6 of a game
     manual) comes from inside a longer work: its largest type ("MAIN GAME") is
     a section's heading, not the document's title, so the file name is used.
-    Numbered 1, or not at all, the largest type is the title."""
+    Numbered 1, or not at all, the largest type is the title; so it is when
+    the figure at the foot is a footnote's marker, with the note below it."""
     operations = ["BT /F2 16 Tf 250 720 Td (MAIN GAME) Tj ET"]
     operations += [
         f"BT /F1 12 Tf 72 {680 - 16 * i} Td ({BODY}) Tj ET" for i in range(12)
     ]
-    if folio:
-        operations.append(f"BT /F1 12 Tf 300 60 Td ({folio}) Tj ET")
+    for number, line in enumerate(foot):
+        operations.append(f"BT /F1 12 Tf 300 {70 - 14 * number} Td ({line}) Tj ET")
     path = _write(tmp_path, "DA-1p.pdf", _one_page_pdf(operations))
     assert _parse_pdf(path, tmp_path).title == title
 

@@ -698,16 +698,26 @@ def _letters(text: str) -> int:
     return sum(char.isalnum() for char in text)
 
 
+# A page's first or last line: no other line starts above or ends below it
+# by more than this fraction of the page.
+EDGE_TOLERANCE = 0.005
 _PAGE_NUMBER = re.compile(r"(?:page\s+)?[-–]?\s*(\d{1,4})\s*[-–]?", re.IGNORECASE)
 
 
 def _inner_page(text: str, lines: list[list]) -> bool:
     """Whether the page is printed with a page number other than 1 (a line of
-    its own in the top or bottom margin): a page from inside a longer work,
-    whose largest type is a section's heading there ("MAIN GAME" over page 6
-    of a game manual), not the document's title."""
+    its own, the page's first or last, in its top or bottom margin): a page
+    from inside a longer work, whose largest type is a section's heading there
+    ("MAIN GAME" over page 6 of a game manual), not the document's title. A
+    footnote's marker on a line of its own has text below it."""
+    if not lines:
+        return False
+    top = min(line[3] for line in lines)
+    bottom = max(line[5] for line in lines)
     for start, end, _x0, y0, _x1, y1, *_ in lines:
-        if y1 > RUNNING_BAND and y0 < 1 - RUNNING_BAND:
+        first = y1 <= RUNNING_BAND and y0 <= top + EDGE_TOLERANCE
+        last = y0 >= 1 - RUNNING_BAND and y1 >= bottom - EDGE_TOLERANCE
+        if not (first or last) or y1 <= y0:  # off the page: clamped to its edge
             continue
         number = _PAGE_NUMBER.fullmatch(text[start:end].strip())
         if number and int(number.group(1)) > 1:
