@@ -8,7 +8,8 @@ page, the admin's page preview and any other page view (an MCP App's).
 `highlight_spans` are (start, end) offsets into that text, as citation links
 carry them. Text formats (FORMATS entries with `markdown_pages`) come out as
 the document's structure (headings, paragraphs, lists, tables, code, quotes);
-every other page as its paragraphs. Each span is wrapped in
+every other page as its paragraphs, with the lines its reader marked as
+headings (a PDF's) as headings. Each span is wrapped in
 `<mark class="quire-mark">` where it sits, the first one with `id=mark_id` to
 scroll to; the result has passed the allow-list sanitiser and is ready for a
 template. Style it with documents/static/documents/pageview.css
@@ -24,6 +25,7 @@ from django.http import HttpRequest
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString, mark_safe
 
+from documents.ingestion.context import marked_headings
 from documents.ingestion.formats import pages_are_markdown
 from documents.pageview.markdown import render_markdown, render_plain
 from documents.pageview.sanitise import sanitise_html
@@ -52,8 +54,12 @@ def render_page_html(
     spans = sorted(
         (start, end) for start, end in highlight_spans if 0 <= start < end <= len(text)
     )
-    render = render_markdown if pages_are_markdown(content_type) else render_plain
-    return mark_safe(sanitise_html(render(text, spans, mark_id=mark_id)))
+    if pages_are_markdown(content_type):
+        html = render_markdown(text, spans, mark_id=mark_id)
+    else:
+        headings = marked_headings(getattr(page, "lines", None))
+        html = render_plain(text, spans, mark_id=mark_id, headings=headings)
+    return mark_safe(sanitise_html(html))
 
 
 def back_url(

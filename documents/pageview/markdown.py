@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
+from documents.ingestion.context import Marks, continues_heading
 from documents.ingestion.text import MARKDOWN_FENCE
 
 _HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+")
@@ -102,20 +103,49 @@ def render_markdown(
     return writer.html()
 
 
-def render_plain(text: str, spans: Sequence[tuple[int, int]], *, mark_id: str) -> str:
-    """A plain-text page: its paragraphs, line breaks kept by the stylesheet."""
+def render_plain(
+    text: str,
+    spans: Sequence[tuple[int, int]],
+    *,
+    mark_id: str,
+    headings: Marks = (),
+) -> str:
+    """A plain-text page: its paragraphs, line breaks kept by the stylesheet;
+    the lines a reader marked as headings (`headings`, a PDF's lines in large
+    or bold type) as headings of their level, marked lines of one level in a
+    row as one heading."""
     writer = Writer(text, spans, mark_id)
     paragraph: list[Line] = []
+    heading: list[Line] = []
+    level = 0
+    starts = {start: mark_level for start, _end, mark_level in headings}
 
     def flush() -> None:
+        nonlocal level
         if paragraph:
             writer.raw('<p class="quire-plain">')
             writer.range(paragraph[0].start, paragraph[-1].end)
             writer.raw("</p>")
             paragraph.clear()
+        if heading:
+            writer.raw(f'<h{level} class="quire-plain">')
+            writer.trimmed(heading[0].start, heading[-1].end)
+            writer.raw(f"</h{level}>")
+            heading.clear()
+            level = 0
 
     for line in lines_of(text):
-        if line.text.strip():
+        marked = next(
+            (starts[o] for o in range(line.start, line.end) if o in starts), None
+        )
+        if marked is not None:
+            if not (heading and marked == level and continues_heading(line.text)):
+                flush()
+            heading.append(line)
+            level = marked
+        elif line.text.strip():
+            if heading:
+                flush()
             paragraph.append(line)
         else:
             flush()

@@ -184,6 +184,38 @@ def test_a_plain_page_keeps_its_lines_and_marks_the_quote():
     assert "<h1>" not in render_page_html(page(text), content_type=PLAIN_TEXT)
 
 
+def test_a_pdf_pages_marked_lines_are_headings():
+    """A PDF page's lines marked as headings (a seventh item in its line
+    entry, the level) are headings of that level, set small like the text
+    around them; two marked lines of one level in a row are one heading; the
+    quote is still marked inside the body under them."""
+    text = (
+        "Proposed Design Changes\nThe FAA proposes\nfour changes.\nCosts of\nCompliance"
+    )
+
+    def box(phrase: str, *level: int) -> list:
+        start = text.index(phrase)
+        return [start, start + len(phrase), 0.1, 0.1, 0.9, 0.12, *level]
+
+    lines = [
+        box("Proposed Design Changes", 6),
+        box("The FAA proposes"),
+        box("four changes."),
+        box("Costs of", 4),
+        box("Compliance", 4),
+    ]
+    start = text.index("four")
+    html = render_page_html(
+        SimpleNamespace(text=text, lines=lines), [(start, start + 4)], content_type=PDF
+    )
+    assert html == (
+        '<h6 class="quire-plain">Proposed Design Changes</h6>'
+        '<p class="quire-plain">The FAA proposes\n'
+        '<mark class="quire-mark" id="quote">four</mark> changes.</p>'
+        '<h4 class="quire-plain">Costs of\nCompliance</h4>'
+    )
+
+
 def test_a_stale_or_empty_span_marks_nothing():
     for span in [(500, 900), (3, 3), (-1, 2), (5, 2)]:
         html = render_page_html(page("short text"), [span], content_type=DOCX)

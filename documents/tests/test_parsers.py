@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from documents.generation.sentences import split_sentences
 from documents.ingestion import formats
 from documents.ingestion.context import marked_headings
 from documents.ingestion.formats import resolve_content_type
@@ -13,7 +14,7 @@ from documents.ingestion.parsers import parse_file, reader_limits
 from documents.ingestion.reader_child import ReaderTimedOut
 from documents.ingestion.reading import read_in_child
 from documents.ingestion.text import decode_text, markdown_title
-from documents.tests.fixtures import make_pdf, make_styled_pdf
+from documents.tests.fixtures import make_pdf, make_styled_pdf, pdf_from_objects
 
 
 def _write(tmp_path: Path, name: str, data: bytes) -> Path:
@@ -107,8 +108,9 @@ def test_pdf_lines_in_large_or_bold_type_are_marked_as_headings(tmp_path):
 
 
 def test_contents_lines_and_running_heads_are_no_headings(tmp_path):
-    """A contents line with dot leaders and a line in large type repeated from
-    an earlier page (a running head, its page number aside) are not marked."""
+    """A contents line with dot leaders and a line in large type repeated on
+    another page (a running head, its page number aside) are not marked, not
+    even where the running head first appears."""
     data = make_styled_pdf(
         [
             [
@@ -126,8 +128,74 @@ def test_contents_lines_and_running_heads_are_no_headings(tmp_path):
         [page.text[start:end] for start, end, _ in marked_headings(page.lines)]
         for page in parsed.pages
     )
-    assert first == ["Ferns of the north 1", "Spores"]
+    assert first == ["Spores"]
     assert second == []
+
+
+def _page_with_footnotes() -> bytes:
+    """A page whose content draws its footnotes (8 pt, each opening with a
+    5 pt raised marker) at the foot before the body text (11 pt) at the top,
+    as the Federal Register's pages do; the body opens in lower case, going on
+    from the page before."""
+    body = [
+        "require operators to conduct a sensor system test and",
+        "perform a readiness flight before returning each airplane",
+        "to service. Operators would also revise the flight manual.",
+    ]
+    notes = [
+        ("4", "The angle of attack is the angle at which the wing"),
+        ("", "meets the oncoming air."),
+        ("5", "Stall warning is the activation of the stick shaker."),
+    ]
+    operations = []
+    y = 160.0
+    for marker, line in notes:
+        if marker:
+            operations.append(f"BT /F1 5 Tf 72 {y + 3:g} Td ({marker}) Tj ET")
+        operations.append(f"BT /F1 8 Tf 76 {y:g} Td ({line}) Tj ET")
+        y -= 11
+    y = 720.0
+    for line in body:
+        operations.append(f"BT /F1 11 Tf 72 {y:g} Td ({line}) Tj ET")
+        y -= 15
+    return _one_page_pdf(operations)
+
+
+def _one_page_pdf(operations: list[str]) -> bytes:
+    """A letter page drawing `operations` (/F1 is Helvetica, /F2 its bold)."""
+    stream = "\n".join(operations).encode("latin-1")
+    return pdf_from_objects(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [5 0 R] /Count 1 >>",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            b"/Resources << /Font << /F1 3 0 R /F2 4 0 R >> >> /Contents 6 0 R >>",
+            b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
+        ]
+    )
+
+
+def test_footnotes_are_set_apart_from_the_body_text(tmp_path):
+    """Footnotes in small type, read before the body text, are parted from it
+    (and each from the one before, at its marker) by a blank line, so that no
+    sentence joins a footnote to the body or two footnotes (issue 22: the 737
+    MAX directive's "sensor system test" sentence opened with a footnote)."""
+    parsed = _parse_pdf(_write(tmp_path, "noted.pdf", _page_with_footnotes()), tmp_path)
+    page = parsed.pages[0]
+    units = [
+        unit.text for unit in split_sentences(page.text, marked_headings(page.lines))
+    ]
+    assert "require operators to conduct a sensor system test" in page.text
+    body = [unit for unit in units if "sensor system test" in unit]
+    assert body and body[0].startswith("require operators")
+    assert not any("oncoming air" in unit and "Stall" in unit for unit in units)
+    assert any(unit.startswith("5Stall warning") for unit in units)
+    # The line boxes still cover their own text.
+    texts = [page.text[start:end] for start, end, *_ in page.lines]
+    assert "meets the oncoming air." in texts
+    assert texts[-1] == "to service. Operators would also revise the flight manual."
 
 
 def test_a_tables_bold_header_cells_are_no_headings(shared_data, tmp_path):
@@ -192,6 +260,33 @@ def test_a_failing_reader_fails_only_its_document(tmp_path):
     with pytest.raises(UnreadableFile) as excinfo:
         _parse_pdf(path, tmp_path, memory_mb=20)
     assert "crashed" in excinfo.value.reason or "memory" in excinfo.value.reason
+
+
+@pytest.mark.parametrize(
+    "foot, title",
+    [
+        (["6"], ""),
+        (["1"], "MAIN GAME"),
+        ([], "MAIN GAME"),
+        (["2", "For instance, the score drops by half."], "MAIN GAME"),
+    ],
+)
+def test_a_page_from_inside_a_longer_work_is_not_titled_by_its_section(
+    tmp_path, foot, title
+):
+    """A first page printed with a page number other than 1 (page 6 of a game
+    manual) comes from inside a longer work: its largest type ("MAIN GAME") is
+    a section's heading, not the document's title, so the file name is used.
+    Numbered 1, or not at all, the largest type is the title; so it is when
+    the figure at the foot is a footnote's marker, with the note below it."""
+    operations = ["BT /F2 16 Tf 250 720 Td (MAIN GAME) Tj ET"]
+    operations += [
+        f"BT /F1 12 Tf 72 {680 - 16 * i} Td ({BODY}) Tj ET" for i in range(12)
+    ]
+    for number, line in enumerate(foot):
+        operations.append(f"BT /F1 12 Tf 300 {70 - 14 * number} Td ({line}) Tj ET")
+    path = _write(tmp_path, "DA-1p.pdf", _one_page_pdf(operations))
+    assert _parse_pdf(path, tmp_path).title == title
 
 
 def test_pdf_title_comes_from_the_document_information(tmp_path):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pypdfium2 as pdfium
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFont
 
 from documents.ingestion.accuracy import (
     character_error_rate,
@@ -12,6 +12,7 @@ from documents.ingestion.accuracy import (
     page_variant,
     word_recall,
 )
+from documents.ingestion.context import marked_headings
 from documents.ingestion.parsers import parse_file, reader_limits
 
 PDFS = Path(__file__).resolve().parents[3] / "shared" / "data" / "pdfs"
@@ -33,9 +34,36 @@ def test_scanned_pages_are_read_by_ocr(shared_data, tmp_path):
     parsed = _parse(PDFS / "scanned/ocrmypdf__linn.pdf", tmp_path)
     (page,) = parsed.pages
     assert page.ocr and "LinnSequencer" in page.text
-    assert page.lines and all(0 <= v <= 1 for line in page.lines for v in line[2:])
+    assert page.lines and all(0 <= v <= 1 for line in page.lines for v in line[2:6])
     assert parsed.title == "The LinnSequencer"
     assert parsed.status_note() == ""
+
+
+def test_an_ocr_pages_tall_lines_are_marked_as_headings(tmp_path):
+    """On a page read by OCR, a line clearly taller than the body lines is a
+    heading (its line entry carries a level, as a PDF's larger type does);
+    the body lines are not."""
+    page = Image.new("L", (1700, 1100), 255)
+    draw = ImageDraw.Draw(page)
+    draw.text(
+        (100, 80), "Propagation of Ferns", font=ImageFont.load_default(72), fill=0
+    )
+    body = [
+        "Each frond carries small brown dots on its underside.",
+        "These dots are the sporangia, which hold the spores.",
+        "Sow the spores on damp peat and keep them covered.",
+        "The young plants appear after some weeks in shade.",
+        "Move them to pots once they have two or three fronds.",
+    ]
+    font = ImageFont.load_default(36)
+    for number, line in enumerate(body):
+        draw.text((100, 260 + 70 * number), line, font=font, fill=0)
+    path = tmp_path / "ferns.png"
+    page.save(path, dpi=(200, 200))
+    (read,) = _parse(path, tmp_path, "image/png").pages
+    assert read.ocr and "sporangia" in read.text
+    marked = [read.text[start:end] for start, end, _ in marked_headings(read.lines)]
+    assert marked == ["Propagation of Ferns"]
 
 
 def test_ocr_can_be_turned_off(shared_data, tmp_path, settings):

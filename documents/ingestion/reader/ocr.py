@@ -14,7 +14,9 @@ read as nothing are read again alone. Each page runs under its own time limit,
 and Tesseract inherits the child's memory limit.
 
 Lines come back with their boxes as fractions of the image, in the orientation
-of the image given (the page image as stored), whichever way it was read.
+of the image given (the page image as stored), whichever way it was read. A
+line clearly taller than the page's body lines that reads as a heading carries
+a heading level as a seventh item, as a PDF's lines in larger type do.
 """
 
 import copy
@@ -24,6 +26,7 @@ import io
 import math
 import os
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -33,6 +36,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from documents.ingestion.reader import headings
 from documents.ingestion.reader.protocol import Request
 
 # Pixels Tesseract is given at most (a 300 dpi A3 page is 17.4 million).
@@ -63,6 +67,13 @@ COLOUR_CHROMA = 30
 COLOUR_SHARE = 0.01
 # Skew looked for, in degrees either way.
 MAX_SKEW = 12.0
+# A line at least this many times as tall as the page's median line is set in
+# larger type: a heading, if it reads as one.
+TALL_LINE_RATIO = 1.5
+# Taller than this is a picture or a logo; every word of a heading is read at
+# least this surely (0-100).
+TALLEST_LINE_RATIO = 4.0
+HEADING_CONFIDENCE = 80.0
 
 
 @dataclass
@@ -404,12 +415,13 @@ def _read_turned(
     if skew:
         upright = image.size if degrees in (0, 180) else image.size[::-1]
         reading.lines = [
-            [start, end, *_unskew(box, skew, upright, turned.size)]
+            [start, end, *_unskew(box[:4], skew, upright, turned.size), *box[4:]]
             for start, end, *box in reading.lines
         ]
     if degrees:
         reading.lines = [
-            [start, end, *_unturn(box, degrees)] for start, end, *box in reading.lines
+            [start, end, *_unturn(box[:4], degrees), *box[4:]]
+            for start, end, *box in reading.lines
         ]
     return reading
 
@@ -634,6 +646,7 @@ def parse_tsv(
     words = 0
     previous: tuple | None = None
     heights: list[tuple[int, int, str]] = []  # (height, words, text) per line
+    sure: list[float] = []  # the least confidence of a word, per line
     for key in order:
         line = lines[key]
         if not line["words"]:
@@ -660,9 +673,36 @@ def parse_tsv(
             letters += len(word)
             words += 1
         heights.append((box_height, len(line["words"]), text[start:]))
+        sure.append(min(confidence for _, confidence in line["words"]))
         previous = key
     confidence = weighted / letters if letters else 0.0
+    _mark_tall_lines(text, out_lines, [height for height, _, _ in heights], sure)
     return Reading(text, out_lines, confidence, words, _display_line(heights))
+
+
+def _mark_tall_lines(
+    text: str, lines: list[list], heights: list[int], sure: list[float]
+) -> None:
+    """Append a heading level to the entries of the lines set clearly taller
+    than the page's body text (its median line) that read as headings (as a
+    PDF's larger type does, documents.ingestion.reader.headings) and were read
+    surely (`sure`: each line's least word confidence); a line far taller than
+    the body's is a picture or a logo read as letters."""
+    if len(heights) < 3:
+        return
+    body = statistics.median(heights)
+    if body <= 0:
+        return
+    levels = [
+        headings.size_level(height / body)
+        if TALL_LINE_RATIO * body <= height <= TALLEST_LINE_RATIO * body
+        and least >= HEADING_CONFIDENCE
+        else None
+        for height, least in zip(heights, sure, strict=True)
+    ]
+    for line, level in zip(lines, headings.plausible(text, lines, levels), strict=True):
+        if level is not None:
+            line.append(level)
 
 
 def _display_line(heights: list[tuple[int, int, str]]) -> str:

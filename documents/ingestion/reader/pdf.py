@@ -13,8 +13,15 @@ of large type (a cover, a title and authors) doesn't set it. A run of more than
 a few such lines is a passage in large type (a cover's blurb), as is a line that
 runs on into a line of body text starting in lower case; lines side by side
 in one band are a table's header cells, a contents line has dot leaders, and a
-line seen on an earlier page (page numbers aside) is a running head: none of
-them is a heading.
+line seen on an earlier page (page numbers aside) is a running head, as is a
+line in the page's top or bottom margin that one of the next two pages repeats
+(a running head's first appearance): none of them is a heading.
+
+Text in type clearly smaller than the body's (footnotes, most often, which
+PDFium may read before or between the columns of body text) is set apart from
+body text next to it by a blank line, so that a body sentence is never joined
+to the footnote read before it; so is each note that starts with a marker in
+smaller type still ("5Stall warning indication is …"), from the note before.
 
 A page's text is sent before its image is drawn, so that the parent chunks and
 embeds it meanwhile; the image follows in a message of its own. A page whose
@@ -26,14 +33,16 @@ the document is not drawn at all. Past the soft deadline nothing more is drawn
 or read by OCR, so the text of every page still comes back in time.
 """
 
+import bisect
 import ctypes
 import math
 import re
 import statistics
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
-from documents.ingestion.reader import ocr
+from documents.ingestion.reader import headings, ocr
 from documents.ingestion.reader.images import MIN_WIDTH, ImageBudget
 from documents.ingestion.reader.protocol import Refusal, Request, emit, page_message
 
@@ -50,18 +59,16 @@ MIN_TEXT_CHARACTERS = 3
 HYPHENS = "\x02\ufffe"
 UNIT = 10_000  # boxes are computed in ten-thousandths of the page
 # Headings: type at least this much larger than the body's, or bold (a weight
-# of at least BOLD_WEIGHT) of the body's size; at most this many words a line,
-# and runs of at most this many lines.
+# of at least BOLD_WEIGHT) of the body's size (documents.ingestion.reader.headings
+# gives the levels and what is no heading).
 HEADING_SIZE_RATIO = 1.08
 BOLD_WEIGHT = 600
-HEADING_MAX_WORDS = 16
-HEADING_MAX_LINES = 3
-# Levels: 1 for type twice the body's size or more, one level deeper for each
-# step of 20% smaller down to LOWEST_LEVEL - 1; bold type of the body's size is
-# LOWEST_LEVEL.
-LEVEL_TOP_RATIO = 2.0
-LEVEL_STEP = 1.2
-LOWEST_LEVEL = 6
+# Running heads and feet: lines within this fraction of the page's height from
+# its top or bottom, repeated on one of the next RUNNING_AHEAD pages.
+RUNNING_BAND = 0.12
+RUNNING_AHEAD = 2
+# Footnotes: type at most this fraction of the body's size.
+SMALL_TYPE_RATIO = 0.9
 # Pages whose characters decide the body's type size.
 BODY_SAMPLE_PAGES = 3
 BODY_SAMPLE_CHARS = 2_000
@@ -135,6 +142,7 @@ class _PageReader:
         self.title_candidate = ""
         self.body: _BodyType | None = None
         self.running: set[str] = set()  # heading-like lines of earlier pages
+        self.line_keys: dict[int, frozenset[str]] = {}  # of pages read ahead
 
     def read(self, index: int) -> tuple[dict, object | None]:
         """The page's message, and the page when its image is still to be
@@ -210,6 +218,8 @@ class _PageReader:
         lines: list[list] = []
         styles: list[tuple[float, bool] | None] = []
         sized_lines: list[tuple[float, int, int]] = []  # page 1: type size per line
+        notes: set[int] = set()  # lines opening with a note's marker
+        sizes: list[float] = []  # type size per line, vertical lines too
         start = 0
         for match in _LINE_END.finditer(text + "\n"):
             end = match.end() if match.group() in HYPHENS else match.start()
@@ -222,23 +232,54 @@ class _PageReader:
                     line_style = None
                     if box[2] - box[0] > box[3] - box[1]:
                         line_style = style.of_line(text, start, end)
+                        if style.opens_with_marker(text, start, end):
+                            notes.add(len(lines) - 1)
                     styles.append(line_style)
+                    # A lone footnote marker ("7") is narrower than it is tall.
+                    sizes.append((line_style or style.of_line(text, start, end))[0])
                     if first and line_style and line_style[0]:
                         sized_lines.append((line_style[0], start, end))
             start = match.end()
         unusable = _mostly_unmapped(raw, textpage, text)
-        if first and not unusable:
-            self.title_candidate = _largest_line(text, sized_lines)
         lines = [_clamped(line) for line in lines]
+        if first and not unusable and not _inner_page(text, lines):
+            self.title_candidate = _largest_line(text, sized_lines)
         if not unusable:
             try:
                 if self.body is None:
                     self.body = _BodyType.of_document(self.pdf, style, index)
-                _mark_headings(text, lines, styles, self.body, self.running)
+                _mark_headings(
+                    text,
+                    lines,
+                    styles,
+                    self.body,
+                    self.running,
+                    lambda: self._keys_ahead(index),
+                )
             except Exception:
                 # Headings are a nicety: a page whose marks fail keeps its text.
                 lines = [line[:6] for line in lines]
+            if self.body is not None:
+                breaks = _small_type_breaks(text, lines, sizes, notes, self.body)
+                text, lines = _with_breaks(text, lines, breaks)
         return text, lines, unusable
+
+    def _keys_ahead(self, index: int) -> frozenset[str]:
+        """The running keys of the lines of the two pages after page `index`."""
+        for old in [i for i in self.line_keys if i <= index]:
+            del self.line_keys[old]
+        keys: set[str] = set()
+        for ahead in range(index + 1, min(len(self.pdf), index + 1 + RUNNING_AHEAD)):
+            if ahead not in self.line_keys:
+                try:
+                    text = self.pdf[ahead].get_textpage().get_text_range()
+                except Exception:
+                    text = ""
+                self.line_keys[ahead] = frozenset(
+                    _running_key(line) for line in _LINE_END.split(text)
+                )
+            keys |= self.line_keys[ahead]
+        return frozenset(keys)
 
     def _has_images(self, page) -> bool:
         try:
@@ -380,10 +421,10 @@ class _DeviceMapper:
 
 _LINE_END = re.compile("\r\n|[\r\n]|[" + HYPHENS + "]")
 _FIGURES = re.compile(r"\d[\d,.%]*")
-_DOT_LEADERS = re.compile(r"(?:\.\s?){4,}")
-# A line of this many words ending in a full stop is a sentence in large type.
-SENTENCE_MIN_WORDS = 4
-_SENTENCE_END = re.compile(r"[.!][\"'”’)\]]*$")
+# A note's marker: a figure or one of these, in type at most this fraction of
+# the size of the text it opens.
+NOTE_SYMBOLS = "*†‡§¶"
+MARKER_SIZE_RATIO = 0.85
 # PDF font descriptor flag (PDF 32000-1, table 123).
 FORCE_BOLD = 1 << 18
 # Characters looked at to tell an unusable text layer, and per line for its size.
@@ -469,6 +510,19 @@ class _Style:
         name = self.name.raw[: written - 1] if 0 < written <= len(self.name) else b""
         return bool(self.flags.value & FORCE_BOLD) or b"bold" in name.lower()
 
+    def opens_with_marker(self, text: str, start: int, end: int) -> bool:
+        """Whether the line opens with a note's marker: a figure or a symbol
+        (1-3 of them) in type smaller than the word right after it."""
+        first = start
+        while first < end and text[first].isspace():
+            first += 1
+        after = first
+        while after < end and (text[after].isdigit() or text[after] in NOTE_SYMBOLS):
+            after += 1
+        if not 0 < after - first <= 3 or after >= end or text[after].isspace():
+            return False
+        return self.size(first) < self.size(after) * MARKER_SIZE_RATIO
+
     def of_line(self, text: str, start: int, end: int) -> tuple[float, bool]:
         """The median type size of a line and whether it is all bold, from a
         sample of its characters."""
@@ -520,11 +574,17 @@ class _BodyType:
 
 
 def _mark_headings(
-    text: str, lines: list[list], styles: list, body: _BodyType, running: set[str]
+    text: str,
+    lines: list[list],
+    styles: list,
+    body: _BodyType,
+    running: set[str],
+    ahead: Callable[[], frozenset[str]] = frozenset,
 ) -> None:
     """Append the heading level to the entries of the lines that are headings
     (see the module docstring); `running` holds the heading-like lines of the
-    pages before, and takes this page's."""
+    pages before, and takes this page's; `ahead` gives the lines of the next
+    pages (read only when a candidate sits in a margin)."""
     if body.size <= 0:
         return
     levels: list[int | None] = []
@@ -534,43 +594,70 @@ def _mark_headings(
             size, bold = style
             ratio = size / body.size
             if ratio >= HEADING_SIZE_RATIO:
-                steps = math.log(LEVEL_TOP_RATIO / ratio, LEVEL_STEP)
-                level = min(max(1 + round(steps), 1), LOWEST_LEVEL - 1)
+                level = headings.size_level(ratio)
             elif bold and not body.bold and ratio >= 1 / HEADING_SIZE_RATIO:
-                level = LOWEST_LEVEL
+                level = headings.LOWEST_LEVEL
         levels.append(level)
-    # A long run of lines in one large type is a passage, not a heading.
-    index = 0
-    while index < len(levels):
-        run = index
-        while (
-            run < len(levels)
-            and levels[run] is not None
-            and (levels[run] == levels[index])
-        ):
-            run += 1
-        if run - index > HEADING_MAX_LINES:
-            levels[index:run] = [None] * (run - index)
-        index = max(run, index + 1)
-    # A line running on into a line of body text ("Women in families with an"
-    # above "inherited BRCA1 …") is wrapped prose in large type.
-    for i, level in enumerate(levels[:-1]):
-        following = text[lines[i + 1][0] : lines[i + 1][1]].lstrip()
-        if level is not None and levels[i + 1] != level and following[:1].islower():
-            levels[i] = None
-    candidates = [
-        i
-        for i, level in enumerate(levels)
-        if level is not None and _heading_shaped(text[lines[i][0] : lines[i][1]])
-    ]
+    levels = headings.plausible(text, lines, levels)
+    candidates = [i for i, level in enumerate(levels) if level is not None]
     keys = {i: _running_key(text[lines[i][0] : lines[i][1]]) for i in candidates}
+    later: frozenset[str] | None = None
     for i in candidates:
         if keys[i] in running or any(
             j != i and _side_by_side(lines[i], lines[j]) for j in candidates
         ):
             continue
+        if lines[i][5] <= RUNNING_BAND or lines[i][3] >= 1 - RUNNING_BAND:
+            later = ahead() if later is None else later
+            if keys[i] in later:
+                continue
         lines[i].append(levels[i])
     running.update(keys.values())
+
+
+def _small_type_breaks(
+    text: str, lines: list[list], sizes: list[float], notes: set[int], body: _BodyType
+) -> list[int]:
+    """Offsets of the lines that start a run of small type after body type,
+    body type after small type, or a note in small type (its line in `notes`),
+    where no blank line parts them from the line before already."""
+    if body.size <= 0:
+        return []
+    small = [
+        None if size <= 0 else size <= body.size * SMALL_TYPE_RATIO for size in sizes
+    ]
+    breaks = []
+    for i in range(1, len(lines)):
+        before, after = small[i - 1], small[i]
+        if before is None or after is None:
+            continue
+        if before == after and not (after and i in notes):
+            continue
+        gap = text[lines[i - 1][1] : lines[i][0]]
+        if gap.count("\n") == 1:  # a line break, not a word broken at a hyphen
+            breaks.append(lines[i][0])
+    return breaks
+
+
+def _with_breaks(text: str, lines: list[list], breaks: list[int]) -> tuple[str, list]:
+    """The text with a newline put before each offset of `breaks` (ascending),
+    and the lines' offsets moved with it."""
+    if not breaks:
+        return text, lines
+    pieces, last = [], 0
+    for offset in breaks:
+        pieces += [text[last:offset], "\n"]
+        last = offset
+    pieces.append(text[last:])
+    moved = [
+        [
+            start + bisect.bisect_right(breaks, start),
+            end + bisect.bisect_left(breaks, end),
+            *rest,
+        ]
+        for start, end, *rest in lines
+    ]
+    return "".join(pieces), moved
 
 
 def _running_key(line: str) -> str:
@@ -583,20 +670,6 @@ def _side_by_side(line: list, other: list) -> bool:
     height = min(line[5] - line[3], other[5] - other[3])
     apart = line[4] <= other[2] or other[4] <= line[2]
     return apart and height > 0 and bottom - top > height / 2
-
-
-def _heading_shaped(line: str) -> bool:
-    """A line that can be a heading: a few words, one of them a word of
-    letters, not a sentence, a row of figures nor a contents line."""
-    words = line.split()
-    if not words or len(words) > HEADING_MAX_WORDS or _DOT_LEADERS.search(line):
-        return False
-    if not any(sum(c.isalpha() for c in word) >= 2 for word in words):
-        return False
-    if len(words) >= SENTENCE_MIN_WORDS and _SENTENCE_END.search(line.rstrip()):
-        return False  # "A: There are several types of breast cancer."
-    figures = len(_FIGURES.findall(line))
-    return figures < 2 or figures < len(words) / 2
 
 
 def _mostly_unmapped(raw, textpage, text: str) -> bool:
@@ -623,6 +696,33 @@ def _clamped(line: list) -> list:
 
 def _letters(text: str) -> int:
     return sum(char.isalnum() for char in text)
+
+
+# A page's first or last line: no other line starts above or ends below it
+# by more than this fraction of the page.
+EDGE_TOLERANCE = 0.005
+_PAGE_NUMBER = re.compile(r"(?:page\s+)?[-–]?\s*(\d{1,4})\s*[-–]?", re.IGNORECASE)
+
+
+def _inner_page(text: str, lines: list[list]) -> bool:
+    """Whether the page is printed with a page number other than 1 (a line of
+    its own, the page's first or last, in its top or bottom margin): a page
+    from inside a longer work, whose largest type is a section's heading there
+    ("MAIN GAME" over page 6 of a game manual), not the document's title. A
+    footnote's marker on a line of its own has text below it."""
+    if not lines:
+        return False
+    top = min(line[3] for line in lines)
+    bottom = max(line[5] for line in lines)
+    for start, end, _x0, y0, _x1, y1, *_ in lines:
+        first = y1 <= RUNNING_BAND and y0 <= top + EDGE_TOLERANCE
+        last = y0 >= 1 - RUNNING_BAND and y1 >= bottom - EDGE_TOLERANCE
+        if not (first or last) or y1 <= y0:  # off the page: clamped to its edge
+            continue
+        number = _PAGE_NUMBER.fullmatch(text[start:end].strip())
+        if number and int(number.group(1)) > 1:
+            return True
+    return False
 
 
 def _largest_line(text: str, sized_lines: list[tuple[float, int, int]]) -> str:
