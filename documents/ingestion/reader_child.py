@@ -33,6 +33,11 @@ logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
 FINAL = ("end", "error")
+# How long a child may take to take a file (to start Python and its parsers,
+# or finish freeing the last file) before it is counted as stuck. A file's own
+# time limit runs from the moment the child takes it, so that a child slow to
+# start on a busy machine never uses up the file's time.
+START_SECONDS = 120.0
 
 
 class ReaderTimedOut(UnreadableFile):
@@ -52,6 +57,7 @@ class ReaderChild:
         self.files = 0
         self.bytes = 0
         self.broken = False
+        self.start_timed_out = False
         self._stderr = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [
@@ -87,7 +93,8 @@ class ReaderChild:
         """The child's messages about the file `request` names, its final one
         ("end" or "error") last, yielded only once the child said it is done
         with the file. Raises ChildGone when the child ended before taking the
-        file, ReaderTimedOut past `timeout` and UnreadableFile when the child
+        file (killed past START_SECONDS, or dead), ReaderTimedOut `timeout`
+        seconds after it took the file and UnreadableFile when the child
         crashed on the file; the child is broken after any of these."""
         self.files += 1
         self.bytes += size
@@ -99,8 +106,13 @@ class ReaderChild:
             timed_out.set()
             self.kill()
 
+        def kill_unstarted() -> None:
+            self.start_timed_out = True
+            self.kill()
+
+        starting = threading.Timer(START_SECONDS, kill_unstarted)
+        starting.start()
         watchdog = threading.Timer(timeout, kill)
-        watchdog.start()
         accepted = done = False
         final: dict | None = None
         try:
@@ -125,6 +137,8 @@ class ReaderChild:
                         continue
                     if kind == "accepted":
                         accepted = True
+                        starting.cancel()
+                        watchdog.start()
                         continue
                     done = True
                     break
@@ -135,6 +149,7 @@ class ReaderChild:
                 elif final is None:
                     yield message
         finally:
+            starting.cancel()
             watchdog.cancel()
             if not (done and final is not None):
                 self.kill()
@@ -237,6 +252,12 @@ class Children:
                         yield message
             except ChildGone:
                 if attempt:
+                    if child.start_timed_out:
+                        raise UnreadableFile(
+                            "The reader did not start within "
+                            f"{START_SECONDS:g} seconds; the server is "
+                            "overloaded. Re-ingest the document later."
+                        ) from None
                     child.fail(request.get("path", ""))
                 continue
             finally:

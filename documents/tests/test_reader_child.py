@@ -3,12 +3,13 @@ a child per file (documents.ingestion.reader_child)."""
 
 import os
 import signal
+import threading
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from documents.ingestion import formats
+from documents.ingestion import formats, reader_child
 from documents.ingestion.parsed import UnreadableFile
 from documents.ingestion.parsers import parse_file, reader_limits, start_reader
 from documents.ingestion.reader_child import CHILDREN, ReaderChild, ReaderTimedOut
@@ -132,6 +133,114 @@ def test_a_child_past_its_time_limit_is_killed_and_replaced(tmp_path):
     assert _gone(child)
     after = _read(_text_file(tmp_path, "b.txt", "Still quick."), tmp_path)
     assert after.pages[0].text == "Still quick."
+    assert _idle_pid() not in (None, child)
+
+
+class _Clock:
+    """The reader's timers, under the test's control: a timer fires only when
+    the test lets its time pass (`expire`), and only if it was started."""
+
+    def __init__(self):
+        self.timers = []
+        self.made = threading.Condition()
+
+    def timer(self, interval, function):
+        clock = self
+
+        class Timer:
+            def __init__(self):
+                self.interval, self.started, self.cancelled = interval, False, False
+
+            def start(self):
+                with clock.made:
+                    self.started = True
+                    clock.made.notify_all()
+
+            def cancel(self):
+                self.cancelled = True
+
+        timer = Timer()
+        with self.made:
+            self.timers.append(timer)
+            self.made.notify_all()
+        timer.fire = function
+        return timer
+
+    def wait_for(self, interval, *, started=False):
+        """Until a timer of `interval` was made (and started, if asked)."""
+        with self.made:
+            assert self.made.wait_for(
+                lambda: any(
+                    t.interval == interval and (t.started or not started)
+                    for t in self.timers
+                ),
+                timeout=60,
+            ), f"no timer of {interval} s"
+
+    def expire(self, interval):
+        for timer in list(self.timers):
+            if timer.interval == interval and timer.started and not timer.cancelled:
+                timer.fire()
+
+
+def _read_in_thread(path, tmp_path, **limits):
+    result = {}
+
+    def run():
+        try:
+            result["parsed"] = _read(path, tmp_path, **limits)
+        except Exception as error:  # the test reports it
+            result["error"] = error
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, result
+
+
+def test_a_child_slow_to_start_does_not_use_up_the_files_time(tmp_path, monkeypatch):
+    """A file's time limit runs from the moment a child takes it: a child still
+    starting (stopped here, as on a machine too busy to run it) when the file's
+    limit has passed is not killed, and reads the file once it runs."""
+    start_reader()
+    child = _idle_pid()
+    clock = _Clock()
+    monkeypatch.setattr(reader_child.threading, "Timer", clock.timer)
+    os.kill(child, signal.SIGSTOP)
+    try:
+        thread, result = _read_in_thread(
+            _text_file(tmp_path, "a.txt", "Slow start."), tmp_path, timeout=1.0
+        )
+        clock.wait_for(1.0)
+        clock.expire(1.0)  # the file's second passes while the child can't run
+    finally:
+        os.kill(child, signal.SIGCONT)
+    thread.join(60)
+    assert "error" not in result, result
+    assert result["parsed"].pages[0].text == "Slow start."
+    assert _idle_pid() == child  # not killed
+
+
+def test_a_child_that_never_takes_the_file_is_replaced(tmp_path, monkeypatch):
+    """A child stuck before it takes the file is killed at the start limit
+    (reader_child.START_SECONDS), and the file is read by a new child."""
+    start_reader()
+    child = _idle_pid()
+    clock = _Clock()
+    monkeypatch.setattr(reader_child.threading, "Timer", clock.timer)
+    os.kill(child, signal.SIGSTOP)
+    thread, result = _read_in_thread(
+        _text_file(tmp_path, "a.txt", "Stuck start."), tmp_path, timeout=1.0
+    )
+    try:
+        clock.wait_for(reader_child.START_SECONDS, started=True)
+    except AssertionError:
+        os.kill(child, signal.SIGCONT)
+        raise
+    clock.expire(reader_child.START_SECONDS)
+    thread.join(60)
+    assert "error" not in result, result
+    assert result["parsed"].pages[0].text == "Stuck start."
+    assert _gone(child)
     assert _idle_pid() not in (None, child)
 
 
