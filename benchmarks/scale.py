@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/scale.py [--chunks 1000000] [--queries 100]
         [--modes keyword,vector,hybrid] [--calibrate] [--sizes]
     [--shape [--data ../shared/data/scifact]] [--ef-search 100,200,400]
+    [--filter-read-limit N|all]
 
 Grows the chunk table of the benchmark database (QUIRE_DATABASE_NAME, default
 quire_scale) to at least --chunks rows with a synthetic channel: documents with a
@@ -398,6 +399,7 @@ def measure(channel, queries, metadata_filter, label: str, check: int, modes) ->
     fixed = FixedEmbedder(real.model_name, queries)
     scope = scope_of(channel, metadata_filter)
     plan = legs.plan_vector_leg(scope, channel.retriever_candidates)
+    scope.read_all()  # the size printed, not the lower bound a walk plans with
     how = (
         "exact ranking"
         if plan.exact
@@ -792,7 +794,16 @@ def main() -> None:
         help="comma-separated hnsw.ef_search values: sweep the walk's recall",
     )
     parser.add_argument("--data", type=Path, default=None)
+    parser.add_argument(
+        "--filter-read-limit",
+        default="",
+        help="documents.search.legs.FILTER_READ_LIMIT for this run ('all': none)",
+    )
     args = parser.parse_args()
+    if args.filter_read_limit:
+        limit = args.filter_read_limit
+        legs.FILTER_READ_LIMIT = None if limit == "all" else int(limit)
+        print(f"FILTER_READ_LIMIT {legs.FILTER_READ_LIMIT}", flush=True)
     if args.shape:
         print_siblings(args.data)
         print_shape(args.chunks, args.data)
