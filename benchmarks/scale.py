@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/scale.py [--chunks 1000000] [--queries 100]
         [--modes keyword,vector,hybrid] [--calibrate] [--sizes]
     [--shape [--data ../shared/data/scifact]] [--ef-search 100,200,400]
+    [--filter-read-limit N|all]
 
 Grows the chunk table of the benchmark database (QUIRE_DATABASE_NAME, default
 quire_scale) to at least --chunks rows with a synthetic channel: documents with a
@@ -49,7 +50,12 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.db.models import F  # noqa: E402
-from scale_vectors import VectorSpace, profile, query_offsets  # noqa: E402
+from scale_vectors import (  # noqa: E402
+    VectorSpace,
+    profile,
+    query_offsets,
+    siblings,
+)
 
 from documents.filters import compile_filter  # noqa: E402
 from documents.ingestion import embeddings  # noqa: E402
@@ -66,8 +72,8 @@ from documents.search.service import retrieve_chunks  # noqa: E402
 
 # A new slug whenever the synthetic corpus changes shape: rows of an older
 # corpus in the same database would be measured as if they were this one's.
-SLUG = "scale-hierarchical"
-OLD_SLUGS = ("scale-synthetic",)
+SLUG = "scale-siblings"
+OLD_SLUGS = ("scale-synthetic", "scale-hierarchical")
 CHUNKS_PER_DOCUMENT = 20
 WORDS_PER_CHUNK = (40, 90)
 VOCABULARY = 40_000
@@ -393,6 +399,7 @@ def measure(channel, queries, metadata_filter, label: str, check: int, modes) ->
     fixed = FixedEmbedder(real.model_name, queries)
     scope = scope_of(channel, metadata_filter)
     plan = legs.plan_vector_leg(scope, channel.retriever_candidates)
+    scope.read_all()  # the size printed, not the lower bound a walk plans with
     how = (
         "exact ranking"
         if plan.exact
@@ -636,19 +643,8 @@ def print_shape(chunks: int, data: Path | None) -> None:
     if data is None:
         return
     import halfvec
-    import scifact
 
-    beir, texts, judged = scifact.load_beir(data)
-    relevant = {doc for docs in judged.values() for doc in docs}
-    chosen = [item for item in beir if str(item["_id"]) in relevant]
-    others = [item for item in beir if str(item["_id"]) not in relevant]
-    # Its own draw: the abstracts (and so halfvec's cache of their vectors,
-    # named by their count) are the same whatever --chunks is.
-    picks = np.random.default_rng(SEED + 2).choice(
-        len(others), SHAPE_SCIFACT_CORPUS - len(chosen), replace=False
-    )
-    for index in sorted(picks):
-        chosen.append(others[index])
+    chosen, texts, judged = _scifact_sample(data)
     embedder = embeddings.get_embedder()
     real = np.asarray(halfvec.corpus_vectors(chosen, embedder), dtype=np.float32)
     asked = [qid for qid in sorted(judged) if qid in texts]
@@ -690,6 +686,92 @@ def print_shape(chunks: int, data: Path | None) -> None:
     )
 
 
+def _scifact_sample(data: Path):
+    """SHAPE_SCIFACT_CORPUS SciFact abstracts (every judged one, then others
+    at random), its query texts and judgements."""
+    import scifact
+
+    beir, texts, judged = scifact.load_beir(data)
+    relevant = {doc for docs in judged.values() for doc in docs}
+    chosen = [item for item in beir if str(item["_id"]) in relevant]
+    others = [item for item in beir if str(item["_id"]) not in relevant]
+    # Its own draw: the abstracts (and so halfvec's cache of their vectors,
+    # named by their count) are the same whatever --chunks is.
+    picks = np.random.default_rng(SEED + 2).choice(
+        len(others), SHAPE_SCIFACT_CORPUS - len(chosen), replace=False
+    )
+    for index in sorted(picks):
+        chosen.append(others[index])
+    return chosen, texts, judged
+
+
+def print_siblings(data: Path | None) -> None:
+    """Where a document's chunks sit among other documents' chunks
+    (scale_vectors.siblings) in the synthetic corpus at the benchmark's 20
+    chunks a document, and, with `data`, in SciFact's abstracts chunked and
+    embedded as ingestion does (settings.CHUNK_SIZE / CHUNK_OVERLAP, each
+    chunk with its title) beside synthetic documents cut to the same chunk
+    counts: what CHUNK_SPREAD is set from."""
+    space = VectorSpace(SEED, DIMENSIONS)
+    rng = np.random.default_rng(SEED + 3)
+    documents = SHAPE_SAMPLE // CHUNKS_PER_DOCUMENT
+    corpus = space.chunk_vectors(rng, documents, CHUNKS_PER_DOCUMENT)
+    owners = np.repeat(np.arange(documents), CHUNKS_PER_DOCUMENT)
+    print(siblings(corpus, owners).line("siblings synthetic"), flush=True)
+    if data is None:
+        return
+    chosen, _, _ = _scifact_sample(data)
+    for size, overlap in ((settings.CHUNK_SIZE, settings.CHUNK_OVERLAP), (300, 0)):
+        real, owners = _scifact_chunk_vectors(chosen, size, overlap)
+        print(
+            siblings(real, owners).line(f"siblings SciFact (MiniLM, {size} chars)"),
+            flush=True,
+        )
+        counts = np.bincount(owners)
+        drawn = space.chunk_vectors(rng, len(counts), max(counts.max(), 1))
+        keep = (np.arange(len(drawn)) % counts.max()) < np.repeat(counts, counts.max())
+        print(
+            siblings(drawn[keep], np.repeat(np.arange(len(counts)), counts)).line(
+                f"siblings synthetic, SciFact's counts at {size} chars"
+            ),
+            flush=True,
+        )
+
+
+def _scifact_chunk_vectors(chosen: list[dict], size: int, overlap: int):
+    """The chunks of `chosen` as ingestion cuts and embeds them (cached in
+    DATA_DIR), and the index of each chunk's abstract."""
+    from documents.ingestion.chunking import chunk_pages
+    from documents.ingestion.context import retrieval_text
+    from documents.ingestion.parsed import ParsedPage
+
+    embedder = embeddings.get_embedder()
+    name = embedder.model_name.replace("/", "-")
+    cache = Path(settings.DATA_DIR) / f"chunks-{name}-{len(chosen)}-{size}-{overlap}"
+    if cache.with_suffix(".npz").exists():
+        saved = np.load(cache.with_suffix(".npz"))
+        return saved["vectors"], saved["owners"]
+    texts, owners = [], []
+    for index, item in enumerate(chosen):
+        for chunk in chunk_pages(
+            [ParsedPage(number=1, text=item["text"])],
+            chunk_size=size,
+            chunk_overlap=overlap,
+            title=(item.get("title") or "").strip(),
+        ):
+            texts.append(retrieval_text(chunk.context, chunk.text))
+            owners.append(index)
+    started = time.perf_counter()
+    vectors = np.asarray(embedder.embed_documents(texts), dtype=np.float32)
+    print(
+        f"embedded {len(texts)} chunks in {time.perf_counter() - started:.0f} s",
+        file=sys.stderr,
+    )
+    owners = np.asarray(owners)
+    np.savez(cache, vectors=vectors, owners=owners)
+    return vectors, owners
+
+
 def _queries_near(space, rng, corpus: np.ndarray, count: int):
     """`count` queries, each near a distinct corpus vector, and those vectors'
     indexes."""
@@ -712,8 +794,18 @@ def main() -> None:
         help="comma-separated hnsw.ef_search values: sweep the walk's recall",
     )
     parser.add_argument("--data", type=Path, default=None)
+    parser.add_argument(
+        "--filter-read-limit",
+        default="",
+        help="documents.search.legs.FILTER_READ_LIMIT for this run ('all': none)",
+    )
     args = parser.parse_args()
+    if args.filter_read_limit:
+        limit = args.filter_read_limit
+        legs.FILTER_READ_LIMIT = None if limit == "all" else int(limit)
+        print(f"FILTER_READ_LIMIT {legs.FILTER_READ_LIMIT}", flush=True)
     if args.shape:
+        print_siblings(args.data)
         print_shape(args.chunks, args.data)
         return
     call_command("migrate", verbosity=0, interactive=False)

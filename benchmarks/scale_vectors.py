@@ -40,7 +40,12 @@ class VectorSpace:
     # each multiplied per item by exp(SPREAD_SIGMA x a standard normal).
     SUBTOPIC_SPREAD = 0.8
     DOCUMENT_SPREAD = 0.5
-    CHUNK_SPREAD = 0.3
+    # A chunk's nearest sibling sits at a median 0.37 of its distance to the
+    # nearest other document's chunk in SciFact's abstracts as ingestion
+    # chunks them (1,000 abstracts, 1,000 characters; 0.27 at 300), 0.35 and
+    # 0.30 here at the same chunk counts (siblings, scale.py --shape); 0.3
+    # made documents clumps twice as tight (0.16 and 0.14).
+    CHUNK_SPREAD = 0.5
     # How far a query is moved from its passage: SciFact's judged queries sit
     # at a median 1.13 times their passage's distance to its nearest other
     # abstract (1,000 abstracts, MiniLM; query_offsets, scale.py --shape);
@@ -231,3 +236,67 @@ def query_offsets(
 def _quartiles(values: np.ndarray) -> tuple[float, float, float]:
     low, middle, high = np.percentile(values, [25, 50, 75])
     return float(low), float(middle), float(high)
+
+
+@dataclass(frozen=True)
+class Siblings:
+    """How a document's chunks sit among the corpus: whether a chunk's nearest
+    neighbours are its own document's other chunks (a tight clump the HNSW
+    graph links mostly inside itself) or other documents' chunks."""
+
+    chunks: int
+    documents: int
+    # Quartiles of a chunk's cosine distance to its nearest other chunk of
+    # its own document divided by its distance to the nearest chunk of
+    # another document (below 1: a sibling is closer than any other
+    # document's chunk).
+    ratio: tuple[float, float, float]
+    # Mean share of a chunk's SIBLING_KS nearest neighbours that are its own
+    # document's, over chunks with at least that many siblings (NaN if none).
+    share: float
+    # Mean number of siblings of the chunks measured.
+    siblings: float
+
+    def line(self, label: str) -> str:
+        low, middle, high = self.ratio
+        return (
+            f"{label}: {self.chunks} chunks of {self.documents} documents "
+            f"({self.siblings:.1f} siblings a chunk); nearest sibling / nearest "
+            f"other document's chunk {middle:.2f} ({low:.2f}-{high:.2f}); share "
+            f"of the {SIBLING_KS} nearest that are siblings {self.share:.2f}"
+        )
+
+
+SIBLING_KS = 10
+
+
+def siblings(corpus: np.ndarray, documents: np.ndarray, sample: int = 2000) -> Siblings:
+    """The Siblings of `corpus` (unit vectors) whose row i is a chunk of
+    document `documents[i]`, measured on up to `sample` chunks that have a
+    sibling, by exact search."""
+    documents = np.asarray(documents)
+    counts = np.bincount(documents)
+    eligible = np.flatnonzero(counts[documents] > 1)
+    rng = np.random.default_rng(0)
+    picked = rng.choice(eligible, size=min(sample, len(eligible)), replace=False)
+    ratios, shares = [], []
+    for first in range(0, len(picked), 64):
+        rows = picked[first : first + 64]
+        distance = 1.0 - corpus[rows] @ corpus.T
+        distance[np.arange(len(rows)), rows] = np.inf
+        mine = documents[None, :] == documents[rows, None]
+        sibling = np.where(mine, distance, np.inf).min(axis=1)
+        other = np.where(mine, np.inf, distance).min(axis=1)
+        ratios.extend(sibling / np.maximum(other, 1e-9))
+        deepest = min(SIBLING_KS, len(corpus) - 1)
+        nearest = np.argpartition(distance, deepest - 1, axis=1)[:, :deepest]
+        full = counts[documents[rows]] - 1 >= deepest
+        own = np.take_along_axis(mine, nearest, axis=1).mean(axis=1)
+        shares.extend(own[full])
+    return Siblings(
+        chunks=len(corpus),
+        documents=int(np.count_nonzero(counts)),
+        ratio=_quartiles(np.asarray(ratios)),
+        share=float(np.mean(shares)) if shares else float("nan"),
+        siblings=float(np.mean(counts[documents[picked]] - 1)),
+    )

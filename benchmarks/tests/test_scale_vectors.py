@@ -66,3 +66,31 @@ def test_synthetic_queries_move_further_from_their_passage_with_query_spread():
 
     assert medians == sorted(medians)
     assert medians[0] < medians[-1] / 2
+
+
+def test_siblings_measure_a_chunk_s_own_document_against_the_nearest_other():
+    from benchmarks.scale_vectors import siblings
+
+    # Two documents of two chunks: 0 and 10 degrees, then 40 and 60.
+    corpus = on_circle([0, 10, 40, 60])
+    measured = siblings(corpus, np.array([0, 0, 1, 1]))
+
+    assert measured.documents == 2 and measured.siblings == 1.0
+    ratios = sorted(
+        [distance(10) / distance(30), distance(10) / distance(40)]
+        + [distance(20) / distance(30), distance(20) / distance(60 - 10)]
+    )
+    assert measured.ratio[1] == pytest.approx(np.median(ratios))
+
+
+def test_a_chunk_without_siblings_is_not_measured():
+    from benchmarks.scale_vectors import siblings
+
+    measured = siblings(on_circle([0, 10, 90]), np.array([0, 0, 1]))
+
+    # Rows 0 and 1 only: each other's sibling, 90 and 80 degrees from row 2.
+    assert measured.siblings == 1.0
+    low, _, high = measured.ratio
+    assert low >= distance(10) / distance(90) - 1e-9
+    assert high <= distance(10) / distance(80) + 1e-9
+    assert np.isnan(measured.share)  # no chunk has two siblings

@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.postgres.aggregates import ArrayAgg
 from django.db.models import QuerySet, Sum, TextField
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 
 from documents.models import (
@@ -47,6 +48,14 @@ MAX_SCAN_TUPLES = 500_000
 # 500 scored as well on SciFact as larger budgets, for a fraction of the work
 # (benchmarks/langchain_pgvector.py; docs/performance.md).
 KEYWORD_CANDIDATE_BUDGET = 500
+# A filter's documents are read (ids and chunk counts) up to this many; past
+# it the filter is broad, its scans are walks (plan_vector_leg) and check the
+# filter per row (Scope.checked_per_row). At 1M chunks (50,000 documents,
+# benchmarks/scale.py --filter-read-limit) 5,000 took a ~50% filter's hybrid
+# p50/p95 from 44/61 to 20/26 ms; 2,000 also sent the 5% filter (2,520
+# documents) down the per-row check, which cost it more than the read saved.
+# None reads them all.
+FILTER_READ_LIMIT: int | None = 5_000
 
 
 class Scope:
@@ -72,35 +81,66 @@ class Scope:
     @cached_property
     def size(self) -> int:
         """Chunks in scope, without touching the chunk table: the channel's
-        size, or Document.chunk_count (kept by ingestion) of the documents."""
+        size, or Document.chunk_count (kept by ingestion) of the documents.
+        Of a filter that keeps more than FILTER_READ_LIMIT documents
+        (`complete` False), the chunks of the first FILTER_READ_LIMIT found:
+        a lower bound."""
         if self.restricted:
             return self._filtered[1]
         if self.channel_size:
             return self.channel_size
         return self.documents.aggregate(total=Sum("chunk_count"))["total"] or 0
 
+    @property
+    def complete(self) -> bool:
+        """Whether `size` is exact: the scope is unrestricted, or its filter's
+        documents were all read."""
+        return not self.restricted or self._filtered[0] is not None
+
+    def read_all(self) -> None:
+        """Read every document of the filter (their ids and chunk count), when
+        the first read stopped at FILTER_READ_LIMIT: before ranking the scope
+        exactly, or where `size` must be exact."""
+        if not self.complete:
+            self._filtered = self._read(None)
+            self.__dict__.pop("size", None)
+
     @cached_property
-    def _filtered(self) -> tuple[str, int]:
+    def _filtered(self) -> tuple[str | None, int]:
         """The filter's document ids (a PostgreSQL array literal) and their
-        chunk count, from one scan of the documents. Each leg then checks ids
-        instead of evaluating the filter again: under a filter keeping half of
-        20,000 documents that scan took 15-35 ms, and a search ran it three
-        times (the size, then each leg). The ids travel as text both ways:
-        converting 10,000 of them to and from a Python list took longer than
-        the scan."""
-        row = self.documents.order_by().aggregate(
-            ids=Cast(ArrayAgg("id"), TextField()), total=Sum("chunk_count")
-        )
-        return row["ids"] or "{}", row["total"] or 0
+        chunk count, from one scan of the documents that stops after
+        FILTER_READ_LIMIT of them; the ids are None when it stopped there.
+        Each leg then checks ids instead of evaluating the filter again: under
+        a filter keeping half of 20,000 documents that scan took 15-35 ms,
+        and a search ran it three times (the size, then each leg). The ids
+        travel as text both ways: converting 10,000 of them to and from a
+        Python list took longer than the scan."""
+        return self._read(FILTER_READ_LIMIT)
+
+    def _read(self, limit: int | None) -> tuple[str | None, int]:
+        documents = self.documents.order_by()
+        if limit is None:
+            row = documents.aggregate(
+                ids=Cast(ArrayAgg("id"), TextField()), total=Sum("chunk_count")
+            )
+            return row["ids"] or "{}", row["total"] or 0
+        # One row past the limit says whether there were more.
+        rows = list(documents.values_list("id", "chunk_count")[: limit + 1])
+        total = sum(count for _, count in rows[:limit])
+        if len(rows) > limit:
+            return None, total
+        return "{" + ",".join(str(pk) for pk, _ in rows) + "}", total
 
     @cached_property
     def condition(self) -> tuple[str, list]:
         """SQL selecting the chunks in scope (table alias `c`), and its parameters.
 
-        A filter's documents are a constant array of ids, so an exact ranking
-        fetches their chunks through (channel, document)."""
+        A filter's documents are a constant array of ids (all of them read
+        first), so an exact ranking fetches their chunks through (channel,
+        document)."""
         if not self.restricted:
             return self._not_unready()
+        self.read_all()
         return (
             "c.channel_id = %s AND c.document_id = ANY(%s::bigint[])",
             [self.channel.pk, self._filtered[0]],
@@ -113,9 +153,25 @@ class Scope:
         A constant `= ANY` array would be hashed too, but PostgreSQL plans it
         element by element (8-20 ms for 10,000 ids) and then prefers ANDing
         in the document index (194,000 rows under a ~50% filter); `NOT IN`
-        over the unnested array is one hashed subplan."""
+        over the unnested array is one hashed subplan.
+
+        A filter whose documents were not all read (more than
+        FILTER_READ_LIMIT: a broad one, whose scans pass few rows for each
+        they keep) is checked row by row instead: the row's document, looked
+        up by its key, against the filter. Reading 24,000 documents' ids cost
+        more (25-45 ms at 1M chunks) than the few hundred lookups of a walk or
+        of the keyword leg's candidates under a filter keeping half."""
         if not self.restricted:
             return self._not_unready()
+        if not self.complete:
+            document = self.documents.order_by().filter(pk=RawSQL("c.document_id", []))
+            sql, params = document.values("pk").query.sql_with_params()
+            # OFFSET 0 keeps the EXISTS a per-row lookup: pulled up into a
+            # semi-join it would scan every document of the filter again.
+            return (
+                f"c.channel_id = %s AND EXISTS ({sql} OFFSET 0)",
+                [self.channel.pk, *params],
+            )
         return (
             "c.channel_id = %s AND NOT (c.document_id NOT IN "
             "(SELECT unnest(%s::bigint[])))",
@@ -378,8 +434,16 @@ def plan_vector_leg(scope: Scope, candidates: int) -> VectorPlan:
     where the walk would pass over hundreds of rows for each one it keeps and
     still miss some, is complete and faster sorted (benchmarks/scale.py --calibrate)."""
     rows_per_visit = settings.SEARCH_EXACT_ROWS_PER_VISIT
-    channel_size = max(scope.channel_size, scope.size)
-    if scope.size * scope.size <= rows_per_visit * candidates * channel_size:
+
+    def small() -> bool:
+        channel_size = max(scope.channel_size, scope.size)
+        return scope.size * scope.size <= rows_per_visit * candidates * channel_size
+
+    # A size read short of the filter's end is a lower bound: a walk if even
+    # that is large, otherwise read the rest to know.
+    if small() and not scope.complete:
+        scope.read_all()
+    if small():
         return VectorPlan(exact=True)
     return walk_plan(scope, candidates)
 

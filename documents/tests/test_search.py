@@ -385,6 +385,65 @@ def test_a_filtered_scope_selects_the_chunks_of_the_filters_documents(
     )
 
 
+@pytest.mark.parametrize("metadata_filter", [{"team": ["hr", "it"]}, {"year": 2024}])
+def test_a_filter_past_the_read_limit_is_checked_per_row(
+    wiki, metadata_filter, monkeypatch
+):
+    """A filter keeping more documents than FILTER_READ_LIMIT is read only that
+    far: its size is a lower bound, scans led by another index check the
+    filter per row, and an exact ranking reads the rest first; both select
+    exactly the filter's chunks."""
+    from documents.filters import compile_filter
+
+    monkeypatch.setattr(legs, "FILTER_READ_LIMIT", 1)
+    documents = (
+        Document.objects.for_channel(wiki)
+        .ready()
+        .filter(compile_filter(wiki, metadata_filter))
+    )
+    expected = set(
+        Chunk.objects.filter(document__in=documents).values_list("id", flat=True)
+    )
+    scope = legs.Scope(wiki, documents, restricted=True)
+    assert not scope.complete
+    assert 0 < scope.size < len(expected)
+    where, params = scope.checked_per_row
+    assert "EXISTS" in where
+    assert _chunk_ids(where, params) == expected
+    assert _chunk_ids(*scope.condition) == expected
+    assert scope.complete and scope.size == len(expected)
+
+
+@pytest.mark.parametrize("mode", ["keyword", "vector", "hybrid"])
+def test_a_search_past_the_filter_read_limit_finds_what_a_full_read_does(
+    wiki, mode, monkeypatch, settings
+):
+    """Walks and keyword candidates checked per row against the filter return
+    the same results, in the same order, as with the filter's ids read whole."""
+    settings.SEARCH_EXACT_ROWS_PER_VISIT = 0  # every vector leg walks
+    monkeypatch.setattr(legs, "KEYWORD_CANDIDATE_BUDGET", 1)
+    wiki.retriever_mode = mode
+    metadata_filter = {"team": ["hr", "it"]}
+
+    def search():
+        return [
+            (r.chunk_id, round(r.score, 6))
+            for r in retrieve_chunks(
+                wiki, "laptop badge lunch", metadata_filter=metadata_filter
+            )
+        ]
+
+    whole = search()
+    monkeypatch.setattr(legs, "FILTER_READ_LIMIT", 1)
+    with CaptureQueriesContext(connection) as queries:
+        checked = search()
+    assert checked == whole and whole
+    ranked = [
+        q["sql"] for q in queries if "ORDER BY" in q["sql"] and "EXISTS" in q["sql"]
+    ]
+    assert ranked and all("unnest" not in sql for sql in ranked)
+
+
 @pytest.mark.parametrize("mode", ["keyword", "vector", "hybrid"])
 def test_a_filtered_search_evaluates_the_filter_once(wiki, mode):
     """The filter's documents are read once per search (their ids and chunk
