@@ -89,11 +89,16 @@ class ChunkStream:
         self.model_name = embedder.model_name
         return embedder.embed_documents(texts)
 
+    def submit_rest(self) -> None:
+        """Send the chunks still waiting to the embedder (the reading is over),
+        so that it works while the caller does something else."""
+        if self._pending:
+            self._submit()
+
     def finish(self) -> list:
         """The vectors of every chunk, in order. Raises EmbeddingFailed, or
         DeadlinePassed when the vectors are not all there in time."""
-        if self._pending:
-            self._submit()
+        self.submit_rest()
         vectors: list = []
         try:
             for future in self._futures:
