@@ -3,7 +3,8 @@
 Contract (used by documents.services.documents):
 - prepare_chunks(channel, chunks): called with the new, unsaved Chunk objects
   before they are bulk-created; sets Chunk.terms / Chunk.term_count and updates
-  the channel's term statistics in the same transaction.
+  the channel's term statistics in the same transaction. Their lexemes
+  (chunk_lexemes) may be counted before, outside it.
 - forget_chunks(channel, document_id): called before a document's old chunks are
   deleted (re-ingestion or deletion), in the same transaction.
 """
@@ -17,14 +18,23 @@ from documents.models import Chunk, KeywordStatistics, TermStatistic
 from documents.search.terms import lexeme_counts, weight_vector
 
 
-def prepare_chunks(channel, chunks) -> None:
-    """Give new chunks their BM25 term weights and count them in the statistics."""
+def chunk_lexemes(chunks) -> list[Counter]:
+    """Each chunk's lexeme counts (of its context with its text), as
+    prepare_chunks needs them; chunks are anything with `context` and `text`.
+    Reads nothing stored, so it can run before the replacement transaction."""
+    return lexeme_counts(
+        [retrieval_text(chunk.context, chunk.text) for chunk in chunks]
+    )
+
+
+def prepare_chunks(channel, chunks, *, counts: list[Counter] | None = None) -> None:
+    """Give new chunks their BM25 term weights and count them in the statistics.
+    `counts` are the chunks' chunk_lexemes when they were computed already."""
     chunks = list(chunks)
     if not chunks:
         return
-    counts = lexeme_counts(
-        [retrieval_text(chunk.context, chunk.text) for chunk in chunks]
-    )
+    if counts is None:
+        counts = chunk_lexemes(chunks)
     lengths = [sum(c.values()) for c in counts]
     average = _add_totals(channel.pk, len(chunks), sum(lengths))
     frequencies: Counter = Counter()
@@ -38,21 +48,23 @@ def forget_chunks(channel, document_id: int) -> None:
     """Take a document's stored chunks out of the channel's term statistics."""
     table = Chunk._meta.db_table
     stats = TermStatistic._meta.db_table
+    # One statement: the frequencies' update and the chunks' totals (a round
+    # trip is a large share of a small document's ingestion).
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH old AS (SELECT u.lexeme, count(*) AS n FROM {table} c "
             "CROSS JOIN LATERAL unnest(c.search_vector) AS u "
-            "WHERE c.document_id = %s GROUP BY u.lexeme ORDER BY u.lexeme) "
-            f"UPDATE {stats} s SET chunk_frequency = s.chunk_frequency - old.n "
-            "FROM old WHERE s.channel_id = %s AND s.lexeme = old.lexeme",
-            [document_id, channel.pk],
+            "WHERE c.document_id = %s GROUP BY u.lexeme ORDER BY u.lexeme), "
+            f"forgotten AS (UPDATE {stats} s "
+            "SET chunk_frequency = s.chunk_frequency - old.n "
+            "FROM old WHERE s.channel_id = %s AND s.lexeme = old.lexeme) "
+            f"SELECT count(*), coalesce(sum(term_count), 0) FROM {table} "
+            "WHERE document_id = %s",
+            [document_id, channel.pk, document_id],
         )
-    removed = Chunk.objects.filter(document_id=document_id).values_list(
-        "term_count", flat=True
-    )
-    lengths = list(removed)
-    if lengths:
-        _add_totals(channel.pk, -len(lengths), -sum(lengths))
+        chunks, terms = cursor.fetchone()
+    if chunks:
+        _add_totals(channel.pk, -chunks, -terms)
 
 
 def reweight_channel(channel, *, batch_size: int = 2000) -> int:

@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from documents import locks, revisions
@@ -23,7 +23,6 @@ from documents.ingestion.deadline import Deadline
 from documents.ingestion.files import (
     delete_files,
     local_copy,
-    page_image_names,
     store_page_images,
 )
 from documents.ingestion.parsed import ParsedDocument, UnreadableFile
@@ -97,6 +96,7 @@ def _ingest(document_id: int, on_switch: Callable[[], None] | None) -> Document:
     revision = revisions.pending_revision(document)
     source = revisions.as_read(document, revision)
     new_images: dict[int, str] = {}
+    fields = _TitleFields(document)
     try:
         with tempfile.TemporaryDirectory(prefix="quire-ingest-") as tmp:
             work_dir = Path(tmp)
@@ -113,7 +113,9 @@ def _ingest(document_id: int, on_switch: Callable[[], None] | None) -> Document:
 
             def use_title(parsed_title: str) -> None:
                 # Chunks carry the title the document will have.
-                stream.title = decided_title(document, parsed_title, retitle=retitle)
+                stream.title = decided_title(
+                    document, parsed_title, retitle=retitle, fields=fields
+                )
 
             try:
                 parsed = parse_file(
@@ -124,10 +126,14 @@ def _ingest(document_id: int, on_switch: Callable[[], None] | None) -> Document:
                     on_title=use_title,
                     deadline=deadline,
                 )
+                # While the last chunks are embedded, the work of the
+                # replacement that needs no vectors and no lock.
+                stream.submit_rest()
+                new_images = store_page_images(document, parsed)
+                lexemes = indexing.chunk_lexemes(stream.chunks)
                 vectors = _embed(stream)
             finally:
                 stream.close()
-            new_images = store_page_images(document, parsed)
         return _replace_content(
             document_id,
             parsed=parsed,
@@ -137,6 +143,8 @@ def _ingest(document_id: int, on_switch: Callable[[], None] | None) -> Document:
             images=new_images,
             revision=revision,
             on_switch=on_switch,
+            title_fields=fields,
+            lexemes=lexemes,
         )
     except Document.DoesNotExist:
         delete_files(new_images.values())
@@ -159,16 +167,38 @@ def _retitles(document: Document, revision: DocumentRevision | None) -> bool:
     return revision is None or document.ingested_at is None
 
 
-def decided_title(document: Document, parsed_title: str, *, retitle: bool) -> str:
+class _TitleFields:
+    """The channel's metadata fields, loaded the first time a title is decided
+    and reused for the final one (one query per ingestion, not two)."""
+
+    def __init__(self, document: Document):
+        self._channel = document.channel
+        self._fields: list | None = None
+
+    def get(self) -> list:
+        if self._fields is None:
+            self._fields = list(self._channel.metadata_fields.all())
+        return self._fields
+
+
+def decided_title(
+    document: Document,
+    parsed_title: str,
+    *,
+    retitle: bool,
+    fields: _TitleFields | None = None,
+) -> str:
     """The document's title once it is read: a title the administrator gave
     wins; one Quire made up is replaced by the metadata's "title", the file's
-    own title (`parsed_title`) or one made from the file name."""
+    own title (`parsed_title`) or one made from the file name. `fields` are
+    the channel's metadata fields when they were loaded already."""
     if not retitle or document.title not in _automatic_titles(
         document.original_filename
     ):
         return document.title
+    fields = fields or _TitleFields(document)
     return clip(
-        metadata_title(document.channel.metadata_fields.all(), document.metadata)
+        metadata_title(fields.get(), document.metadata)
         or parsed_title
         or file_title(document.original_filename),
         Document,
@@ -186,7 +216,12 @@ def _automatic_titles(filename: str) -> set[str]:
 
 def _start_processing(document_id: int) -> Document:
     with transaction.atomic():
-        document = Document.objects.select_for_update().get(pk=document_id)
+        # The channel comes along (the title needs it) but is not locked.
+        document = (
+            Document.objects.select_for_update(of=("self",))
+            .select_related("channel")
+            .get(pk=document_id)
+        )
         if document.status == Status.READY:
             document.reingesting = True
             document.status_reason = REINGESTING_NOTE
@@ -195,7 +230,19 @@ def _start_processing(document_id: int) -> Document:
         document.save(
             update_fields=["status", "status_reason", "reingesting", "updated_at"]
         )
+        # "Processing" only informs: the ingestion's own end (ready or failed)
+        # commits durably, and so flushes this commit to disk with it, so its
+        # commit need not wait for the disk (a crash before then leaves the
+        # status it had; the queue's recovery runs the task again).
+        _commit_without_waiting_for_disk()
     return document
+
+
+def _commit_without_waiting_for_disk() -> None:
+    """Let the current transaction's commit return before its WAL is flushed
+    (PostgreSQL's synchronous_commit, for this transaction only)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit TO OFF")
 
 
 def _embed(stream: ChunkStream) -> list:
@@ -213,6 +260,8 @@ def _replace_content(
     images: dict[int, str],
     revision: DocumentRevision | None = None,
     on_switch: Callable[[], None] | None = None,
+    title_fields: _TitleFields | None = None,
+    lexemes: list | None = None,
 ) -> Document:
     with transaction.atomic():
         document = (
@@ -221,13 +270,17 @@ def _replace_content(
             .get(pk=document_id)
         )
         channel = document.channel
-        old_images = page_image_names(document)
+        old_pages = list(
+            Page.objects.filter(document=document).values_list("image", flat=True)
+        )
+        old_images = [name for name in old_pages if name]
         retitle = _retitles(document, revision)
         if revision is not None:
             old_images = revisions.switch(document, revision, old_images=old_images)
         indexing.forget_chunks(channel, document.pk)
         Chunk.objects.filter(document=document).delete()
-        Page.objects.filter(document=document).delete()
+        if old_pages:  # a first ingestion has none: no statement for them
+            Page.objects.filter(document=document).delete()
         pages = Page.objects.bulk_create(
             Page(
                 document=document,
@@ -257,10 +310,12 @@ def _replace_content(
             )
             for chunk, vector in zip(chunks, vectors, strict=True)
         ]
-        indexing.prepare_chunks(channel, new_chunks)
+        indexing.prepare_chunks(channel, new_chunks, counts=lexemes)
         Chunk.objects.bulk_create(new_chunks, batch_size=500)
 
-        document.title = decided_title(document, parsed.title, retitle=retitle)
+        document.title = decided_title(
+            document, parsed.title, retitle=retitle, fields=title_fields
+        )
         document.status = Status.READY
         document.reingesting = False
         document.status_reason = parsed.status_note()[:MAX_REASON_CHARS]

@@ -66,9 +66,9 @@ def test_reingestion_is_atomic_for_a_concurrent_reader(
         while len(seen) < target and reader.is_alive():
             time.sleep(0.005)
 
-    def slow_prepare(channel, chunks):
+    def slow_prepare(channel, chunks, **options):
         wait_for_reads(25)  # old rows deleted, new pages inserted, not committed
-        original_prepare(channel, chunks)
+        original_prepare(channel, chunks, **options)
 
     monkeypatch.setattr(indexing, "prepare_chunks", slow_prepare)
 

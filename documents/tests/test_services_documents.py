@@ -303,7 +303,7 @@ def test_unexpected_errors_are_logged_and_stored_briefly(
     traceback goes to the log, not into the reason."""
     from documents.search import indexing
 
-    def broken(channel, chunks):
+    def broken(channel, chunks, **options):
         raise RuntimeError("kaboom in prepare_chunks")
 
     monkeypatch.setattr(indexing, "prepare_chunks", broken)
@@ -616,3 +616,30 @@ def test_reingesting_a_document_on_purpose_stays_possible(make_channel, fake_emb
     assert ingest_document(document_id=document.pk).status == Document.Status.READY
     again = ingest_document(document_id=document.pk)
     assert again.status == Document.Status.READY and again.pk == document.pk
+
+
+def test_a_small_text_file_is_ingested_in_few_statements(
+    make_channel, fake_embedder, django_assert_max_num_queries
+):
+    """A one-page text file's first ingestion, its title made up, takes at
+    most 23 statements here (a round trip is a large share of a small
+    document's time; the test's savepoints are 4 of them): the channel comes
+    with the document's row, its metadata fields are read once for both
+    decisions of the title, the old chunks' statistics and totals are one
+    statement, and a first ingestion has no pages to delete."""
+    channel = make_channel(fields=FIELDS)
+    document = create_document(
+        actor=COMMAND_LINE,
+        channel=channel,
+        file=_upload("notes.txt", b"Owls hunt at night.", "text/plain"),
+        metadata={"year": 2024},
+        enqueue=False,
+    )
+    with django_assert_max_num_queries(23):
+        document = _ingest(document)
+    assert (document.status, document.title, document.chunk_count) == (
+        "ready",
+        "notes",
+        1,
+    )
+    assert Chunk.objects.get(document=document).term_count > 0
