@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.contrib.postgres.aggregates import ArrayAgg
 from django.db.models import QuerySet, Sum, TextField
 from django.db.models.expressions import RawSQL
@@ -273,7 +274,12 @@ def run_legs(*starts: Callable[[], Leg]) -> list:
     way, so a vector leg waiting for its query embedding waits while
     PostgreSQL runs the keyword leg; the first leg starts before the pipeline,
     so what it reads to plan its statement (the query's terms) is read as
-    usual. A leg's further statements (a fallback) run one at a time."""
+    usual. A leg's further statements (a fallback) run one at a time.
+
+    The legs' statements read one snapshot (a repeatable-read transaction,
+    unless the caller has a transaction of its own): a new revision committed
+    while they run is seen by all of them or by none, so a search never
+    fuses passages of two revisions of a document."""
     connection = read_connection()
     results: list = [None] * len(starts)
     pending: list[tuple[int, Leg, Any]] = []
@@ -288,10 +294,19 @@ def run_legs(*starts: Callable[[], Leg]) -> list:
                 except StopIteration as done:
                     results[index] = done.value
                     continue
+                own_snapshot = False
                 if not pending:
+                    own_snapshot = not connection.in_atomic_block
+                    if own_snapshot:
+                        cursors.enter_context(
+                            transaction.atomic(using=connection.alias)
+                        )
                     connection.ensure_connection()
                     pipeline.enter_context(connection.connection.pipeline())
                 cursor = cursors.enter_context(connection.cursor())
+                if own_snapshot:
+                    # Sent with the first statement, after the BEGIN psycopg adds.
+                    cursor.execute(ONE_SNAPSHOT)
                 _send(cursor, statement)
                 pending.append((index, steps, cursor))
         for index, steps, cursor in pending:
@@ -305,6 +320,9 @@ def run_legs(*starts: Callable[[], Leg]) -> list:
                 _send(cursor, statement)
                 rows = cursor.fetchall()
     return results
+
+
+ONE_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
 
 def _send(cursor, statement: Statement) -> None:

@@ -252,8 +252,8 @@ def quire_server(django_db_setup, django_db_blocker, tmp_path_factory):
     channel (loaded as `make run` does) and the conformance channel.
 
     Its rows are committed (the server's workers must see them), so they are
-    deleted when this package's tests end: tests elsewhere, in any order, never
-    see them."""
+    deleted when this package's tests end, with the audit events and counts
+    the server committed: tests elsewhere, in any order, never see them."""
     from django.db import connection
     from django.test import override_settings
 
@@ -268,6 +268,7 @@ def quire_server(django_db_setup, django_db_blocker, tmp_path_factory):
         django_db_blocker.unblock(),
         override_settings(MEDIA_ROOT=media, STORAGES=storages),
     ):
+        marks = live.committed_marks()
         demo_slug, demo_key = live.create_live_data(
             conformance_key, media / "admin-password.txt"
         )
@@ -279,4 +280,4 @@ def quire_server(django_db_setup, django_db_blocker, tmp_path_factory):
     finally:
         live.stop_server(process)
         with django_db_blocker.unblock():
-            live.delete_live_data(demo_slug)
+            live.delete_live_data(demo_slug, marks)

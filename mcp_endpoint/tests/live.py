@@ -151,11 +151,30 @@ def create_live_data(conformance_key: str, password_file: Path) -> tuple[str, st
     return site.channel.slug, site.raw_key
 
 
-def delete_live_data(demo_slug: str) -> None:
+def committed_marks() -> dict:
+    """The newest audit event and rate-limit window before a live server
+    starts: what the server commits after them is its own (the tests beside it
+    run in transactions that are rolled back)."""
+    from django.db.models import Max
+
+    from documents.models import AuditEvent, RateLimitWindow
+
+    return {
+        model: model.objects.aggregate(newest=Max("pk"))["newest"] or 0
+        for model in (AuditEvent, RateLimitWindow)
+    }
+
+
+def delete_live_data(demo_slug: str, marks: dict) -> None:
+    """The live data, and the audit events and counts its server committed
+    after `marks` (committed_marks): tests elsewhere count events and
+    failures, and must not find the server's."""
     from django.contrib.auth import get_user_model
 
     from documents.models import ApiKey, Channel
 
+    for model, newest in marks.items():
+        model.objects.filter(pk__gt=newest).delete()
     channels = Channel.objects.filter(slug__in=[demo_slug, CONFORMANCE_SLUG])
     ApiKey.objects.filter(channels__in=channels).delete()
     channels.delete()
