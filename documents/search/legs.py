@@ -14,8 +14,8 @@ from functools import cached_property
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.contrib.postgres.aggregates import ArrayAgg
+from django.db import transaction
 from django.db.models import QuerySet, Sum, TextField
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
